@@ -1,0 +1,39 @@
+# Everything a fresh machine needs: `make run` and `make test` create the venv and install.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+
+.PHONY: run test bench lint install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,tokenizers]'
+	touch $@ $(STAMP)
+
+install: $(STAMP)
+install-dev: $(DEV_STAMP)
+
+run: $(STAMP)
+	$(BIN)/vazao demo
+
+test: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m pytest
+
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/run.py
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,0 +1,156 @@
+"""Accelerators: memory, bandwidth, dense peaks per compute dtype, generation, links, rental price."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from types import MappingProxyType
+
+from vazao.catalog._load import load_yaml, norm
+from vazao.errors import NotFoundError, VazaoError
+from vazao.units import GB, TFLOPS
+
+# Compute dtypes an accelerator may list a dense peak for.
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp6", "fp4")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What a silicon generation's matrix units understand (seed 003_*.txt's table)."""
+
+    name: str
+    vendor: str
+    tensor_cores: bool
+    native_dtypes: frozenset[str]
+    note: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    id: str
+    name: str
+    vendor: str
+    kind: str  # gpu | apple | cpu
+    generation: str
+    compute_capability: str | None
+    memory_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    peak_flops: Mapping[str, float]  # dense FLOP/s (or OP/s) per compute dtype
+    interconnect: str
+    interconnect_bytes_per_s: float  # per GPU, one direction, to its peers
+    host_link_bytes_per_s: float  # to host memory (PCIe / C2C), one direction
+    usd_per_hour: float | None
+    source: str
+    as_of: str
+    price_source: str | None = None
+    price_as_of: str | None = None
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    gen: Generation | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def tensor_cores(self) -> bool:
+        return bool(self.gen and self.gen.tensor_cores)
+
+    def native(self, dtype: str) -> bool:
+        """True when the matrix units run this dtype in silicon."""
+        if dtype == "fp32":
+            return True
+        return bool(self.gen and dtype in self.gen.native_dtypes)
+
+    def peak(self, dtype: str) -> float:
+        """Dense peak for a compute dtype; 0 when the chip has no figure for it."""
+        return self.peak_flops.get(dtype, 0.0)
+
+    @property
+    def peak_16bit(self) -> tuple[str, float]:
+        """The 16-bit (or fallback fp32) path a weight-only or emulated format computes in."""
+        for dt in ("bf16", "fp16"):
+            if self.native(dt) and self.peak(dt) > 0:
+                return dt, self.peak(dt)
+        best = max(("fp16", "bf16", "fp32"), key=self.peak)
+        return best, self.peak(best)
+
+
+@cache
+def generations() -> Mapping[str, Generation]:
+    raw = load_yaml("generations.yaml")
+    out = {}
+    for name, g in raw["generations"].items():
+        out[name] = Generation(
+            name=name,
+            vendor=g["vendor"],
+            tensor_cores=bool(g["tensor_cores"]),
+            native_dtypes=frozenset(g["native_dtypes"]),
+            note=g.get("note", ""),
+            source=g["source"],
+            as_of=str(g["as_of"]),
+        )
+    return MappingProxyType(out)
+
+
+def _accelerator(entry: dict) -> Accelerator:
+    gens = generations()
+    gen_name = entry["generation"]
+    if gen_name not in gens:
+        raise VazaoError(f"accelerator {entry['id']}: unknown generation {gen_name!r}")
+    peaks = {dt: float(v) * TFLOPS for dt, v in entry["peak_tflops"].items() if v}
+    bad = set(peaks) - set(DTYPES)
+    if bad:
+        raise VazaoError(f"accelerator {entry['id']}: unknown dtypes {sorted(bad)}")
+    price = entry.get("rental") or {}
+    return Accelerator(
+        id=entry["id"],
+        name=entry["name"],
+        vendor=entry["vendor"],
+        kind=entry.get("kind", "gpu"),
+        generation=gen_name,
+        compute_capability=(str(entry["compute_capability"]) if entry.get("compute_capability") else None),
+        memory_bytes=float(entry["memory_gb"]) * GB,
+        memory_bandwidth_bytes_per_s=float(entry["bandwidth_gb_s"]) * GB,
+        peak_flops=MappingProxyType(peaks),
+        interconnect=entry["interconnect"],
+        interconnect_bytes_per_s=float(entry["interconnect_gb_s"]) * GB,
+        host_link_bytes_per_s=float(entry["host_link_gb_s"]) * GB,
+        usd_per_hour=(float(price["usd_per_hour"]) if price.get("usd_per_hour") is not None else None),
+        price_source=price.get("source"),
+        price_as_of=(str(price["as_of"]) if price.get("as_of") else None),
+        source=entry["source"],
+        as_of=str(entry["as_of"]),
+        aliases=tuple(entry.get("aliases", ())),
+        notes=entry.get("notes", ""),
+        gen=gens[gen_name],
+    )
+
+
+@cache
+def accelerators() -> Mapping[str, Accelerator]:
+    raw = load_yaml("hardware.yaml")
+    out: dict[str, Accelerator] = {}
+    for entry in raw["accelerators"]:
+        acc = _accelerator(entry)
+        if acc.id in out:
+            raise VazaoError(f"duplicate accelerator id {acc.id}")
+        out[acc.id] = acc
+    return MappingProxyType(out)
+
+
+@cache
+def _index() -> Mapping[str, str]:
+    idx: dict[str, str] = {}
+    for acc in accelerators().values():
+        for label in (acc.id, acc.name, *acc.aliases):
+            idx.setdefault(norm(label), acc.id)
+    return MappingProxyType(idx)
+
+
+def get_accelerator(name: str) -> Accelerator:
+    """Resolve an id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090')."""
+    key = norm(name)
+    idx = _index()
+    if key in idx:
+        return accelerators()[idx[key]]
+    raise NotFoundError("GPU", name, idx.keys())

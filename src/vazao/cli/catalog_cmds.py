@@ -1,0 +1,86 @@
+"""vazao models | gpus | formats: browse the catalogs."""
+
+from __future__ import annotations
+
+import typer
+
+from vazao.catalog.formats import formats, support
+from vazao.catalog.hardware import accelerators, get_accelerator
+from vazao.catalog.models import models
+from vazao.cli.app import app, console, emit_json
+from vazao.report.console import formats_table, gpus_table, models_table
+
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+@app.command("models")
+def models_cmd(json_out: bool = JSON) -> None:
+    """The model architectures vazao knows (read from their config.json numbers)."""
+    rows = [
+        {
+            "name": m.name, "family": m.family, "params": m.total_params, "active_params": m.active_params,
+            "layers": m.num_layers, "hidden_size": m.hidden_size, "heads": m.num_heads,
+            "kv_heads": m.num_kv_heads, "attention": m.attention_kind, "moe": m.is_moe,
+            "kv_bytes_per_token": m.kv_bytes_per_token(2.0), "max_context": m.max_context,
+            "sliding_window": m.sliding_window, "aliases": list(m.aliases), "source": m.source, "as_of": m.as_of,
+        }
+        for m in models().values()
+    ]
+    if json_out:
+        emit_json({"models": rows})
+    else:
+        console.print(models_table(rows))
+
+
+@app.command("gpus")
+def gpus_cmd(json_out: bool = JSON) -> None:
+    """The accelerators vazao knows: memory, bandwidth, dense peaks, links, rental price."""
+    rows = [
+        {
+            "id": a.id, "name": a.name, "vendor": a.vendor, "generation": a.generation,
+            "compute_capability": a.compute_capability, "tensor_cores": a.tensor_cores,
+            "memory_bytes": a.memory_bytes, "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s,
+            "peak_flops": dict(a.peak_flops), "peak_16bit": a.peak_16bit[1], "peak_fp8": a.peak("fp8"),
+            "peak_fp4": a.peak("fp4"), "interconnect": a.interconnect,
+            "interconnect_bytes_per_s": a.interconnect_bytes_per_s, "usd_per_hour": a.usd_per_hour,
+            "aliases": list(a.aliases), "source": a.source, "as_of": a.as_of,
+            "price_source": a.price_source, "price_as_of": a.price_as_of,
+        }
+        for a in accelerators().values()
+    ]
+    if json_out:
+        emit_json({"gpus": rows})
+    else:
+        console.print(gpus_table(rows))
+
+
+@app.command("formats")
+def formats_cmd(
+    gpu: str = typer.Option(None, "--gpu", help="Show native/emulated/unsupported on this accelerator."),
+    engine: str = typer.Option(None, "--engine", help="Apply this engine's kernel rules (vllm, trtllm, llama.cpp…)."),
+    json_out: bool = JSON,
+) -> None:
+    """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
+    acc = get_accelerator(gpu) if gpu else None
+    if engine:
+        from vazao.physics.profiles import get_engine
+
+        engine = get_engine(engine).name
+    rows = []
+    for f in formats().values():
+        row = {"name": f.name, "kind": f.kind, "weight_bits": f.weight_bits, "embed_bits": f.embed_bits,
+               "compute_dtype": f.compute_dtype, "family": f.family, "description": f.description,
+               "source": f.source, "as_of": f.as_of}
+        if acc:
+            s = support(f, acc, engine)
+            row.update(status=s.status, runs_as=s.compute_dtype, reason=s.reason)
+        rows.append(row)
+    if json_out:
+        out = {"formats": rows}
+        if acc:
+            out.update(gpu=acc.id, generation=acc.generation, tensor_cores=acc.tensor_cores, engine=engine)
+        emit_json(out)
+    else:
+        if acc and not acc.tensor_cores:
+            console.print(f"[yellow]{acc.name} has no tensor cores[/]: {acc.gen.note}", highlight=False)
+        console.print(formats_table(rows, acc.name if acc else None))

@@ -1,0 +1,109 @@
+"""vazao fit | estimate | demo: what fits, and how fast it runs."""
+
+from __future__ import annotations
+
+import typer
+
+from vazao.cli.app import app, console, emit_json, parse_int_list
+from vazao.errors import VazaoError
+from vazao.estimate import estimate
+from vazao.physics.memory import fit
+from vazao.report.console import estimate_footer, estimate_table, fit_lines, print_lines
+from vazao.scenario import deployment_for
+
+MODEL = typer.Argument(..., help="Catalog name (llama-3.1-70b), a config.json path, or a .gguf file.")
+GPU = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, A100-SXM4-80GB, rtx-4090).")
+COUNT = typer.Option(1, "--count", "-n", help="Number of accelerators.")
+FMT = typer.Option(None, "--format", "-f", help="Weight format (bf16, fp8, int4-awq, q4_k_m…); "
+                   "default: the file's own, else bf16 (fp16 before Ampere).")
+KV = typer.Option("fp16", "--kv", help="KV-cache format (fp16, bf16, fp8, int8, q4).")
+TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp).")
+PP = typer.Option(1, "--pp", help="Pipeline-parallel stages.")
+ENGINE = typer.Option("vllm", "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp, naive, ideal.")
+IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+def _positive(**values: int) -> None:
+    for name, v in values.items():
+        if v is not None and v <= 0:
+            raise VazaoError(f"--{name} must be a positive integer, got {v}")
+
+
+@app.command("fit")
+def fit_cmd(
+    model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
+    context: int = typer.Option(8192, "--context", "-c", help="Tokens per sequence (prompt + answer)."),
+    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
+) -> None:
+    """Does it fit? Weights, KV per token and per sequence, and how many sequences fit."""
+    _positive(count=count, context=context, tp=tp, pp=pp)
+    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    f = fit(dep, context)
+    if json_out:
+        emit_json({"deployment": dep.label(), "model": dep.model.name, "gpu": dep.accelerator.id,
+                   "count": dep.count, "tp": dep.tp, "pp": dep.pp, "format": dep.weight_format.name,
+                   "kv_format": dep.kv_format.name, "engine": dep.engine.name, "ideal": ideal,
+                   "format_status": dep.support.status, **f.to_json()})
+        return
+    print_lines(console, fit_lines(dep.label(), f))
+
+
+@app.command("estimate")
+def estimate_cmd(
+    model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
+    batch: str = typer.Option("1,8,32", "--batch", "-b", help="Comma-separated batch sizes."),
+    input_tokens: int = typer.Option(1024, "--input", "-i", help="Prompt tokens."),
+    output_tokens: int = typer.Option(256, "--output", "-o", help="Answer tokens."),
+    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
+) -> None:
+    """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor."""
+    _positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
+    batches = parse_int_list(batch, "--batch")
+    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    est = estimate(dep, batches, input_tokens, output_tokens)
+    if json_out:
+        emit_json({"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp,
+                   "pp": dep.pp, "format": dep.weight_format.name, "kv_format": dep.kv_format.name,
+                   "engine": dep.engine.name, "ideal": ideal, **est.to_json()})
+        return
+    console.print(estimate_table(est))
+    print_lines(console, estimate_footer(est))
+
+
+DEMO_MODELS = ("llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b")
+DEMO_GPUS = ("rtx-4090", "l40s", "a100-sxm-80gb", "h100-sxm")
+DEMO_FORMATS = ("bf16", "fp8", "int4-awq")
+
+
+@app.command("demo")
+def demo_cmd(
+    input_tokens: int = typer.Option(1024, "--input", "-i"),
+    output_tokens: int = typer.Option(256, "--output", "-o"),
+    json_out: bool = JSON,
+) -> None:
+    """The default scenario: popular models × GPUs × formats — what fits, and how fast (vLLM profile)."""
+    from rich.table import Table
+
+    from vazao.scenario_grid import grid
+
+    rows = grid(DEMO_MODELS, DEMO_GPUS, DEMO_FORMATS, input_tokens, output_tokens)
+    if json_out:
+        emit_json({"rows": rows})
+        return
+    t = Table(title=f"vazao: one GPU, vLLM profile, prompt {input_tokens} / answer {output_tokens} tokens",
+              title_justify="left")
+    for col in ("model", "gpu", "format", "status", "weights", "fits", "max seqs", "tok/s @1",
+                "tok/s @32", "TTFT", "max-load tok/s"):
+        t.add_column(col, justify="right" if col not in ("model", "gpu", "format", "status") else "left")
+    for r in rows:
+        if r["status"] == "unsupported":
+            t.add_row(r["model"], r["gpu"], r["format"], "[red]unsupported[/]", *["-"] * 7)
+            continue
+        t.add_row(r["model"], r["gpu"], r["format"], r["status"], f"{r['weights_gb']:.1f} GB",
+                  "[green]yes[/]" if r["fits"] else "[red]no[/]", f"{r['max_concurrent_sequences']:,}",
+                  f"{r['tok_s_batch1']:,.0f}" if r["fits"] else "-",
+                  f"{r['tok_s_batch32']:,.0f}" if r["fits"] else "-",
+                  f"{r['ttft_s'] * 1000:,.0f} ms" if r["fits"] else "-",
+                  f"{r['max_load_tok_s']:,.0f}" if r["fits"] else "-")
+    console.print(t)

@@ -1,0 +1,30 @@
+"""Errors a user can cause. The CLI turns each into one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class VazaoError(Exception):
+    """Bad input from a user: printed as one line, never a traceback."""
+
+
+class NotFoundError(VazaoError, LookupError):
+    """A catalog look-up that matched nothing; carries the closest names."""
+
+    def __init__(self, kind: str, name: str, candidates: Iterable[str]):
+        self.kind = kind
+        self.name = name
+        self.suggestions = closest(name, candidates)
+        hint = f"; closest: {', '.join(self.suggestions)}" if self.suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    pool = sorted(set(candidates))
+    key = name.lower()
+    hits = difflib.get_close_matches(key, pool, n=n, cutoff=0.4)
+    if not hits:
+        hits = [c for c in pool if key in c or c in key][:n]
+    return hits

@@ -1,0 +1,102 @@
+"""Deployment: a model in a format on N accelerators with a parallel layout and an engine profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from vazao.catalog.arch import ModelArch
+from vazao.catalog.formats import Format, KVFormat, Support, get_format, get_kv_format, support
+from vazao.catalog.hardware import Accelerator, get_accelerator
+from vazao.errors import VazaoError
+from vazao.physics.profiles import EngineProfile, get_engine
+
+
+@dataclass(frozen=True, eq=False)
+class Deployment:
+    model: ModelArch
+    weight_format: Format
+    kv_format: KVFormat
+    accelerator: Accelerator
+    engine: EngineProfile
+    count: int = 1
+    tp: int = 1
+    pp: int = 1
+    # Exact weight bytes when known (a GGUF file's tensors); otherwise derived from the format.
+    weights_bytes_override: float | None = None
+    max_context: int | None = None
+    support_info: Support | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        for name in ("count", "tp", "pp"):
+            if getattr(self, name) < 1:
+                raise VazaoError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.count % (self.tp * self.pp):
+            raise VazaoError(
+                f"--count {self.count} is not a multiple of tp × pp = {self.tp * self.pp}")
+        if self.pp > self.model.num_layers:
+            raise VazaoError(f"pp={self.pp} exceeds the model's {self.model.num_layers} layers")
+
+    @property
+    def replicas(self) -> int:
+        """Data-parallel copies of the model (count / (tp × pp))."""
+        return self.count // (self.tp * self.pp)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @cached_property
+    def support(self) -> Support:
+        if self.support_info is not None:
+            return self.support_info
+        engine = None if self.engine.is_ideal else self.engine.name
+        return support(self.weight_format, self.accelerator, engine)
+
+    @cached_property
+    def consts(self):
+        """Per-deployment constants of the cost model, computed once (physics/step.py)."""
+        from vazao.physics.step import StepConstants
+
+        return StepConstants.of(self)
+
+    def label(self) -> str:
+        par = f" tp{self.tp}" if self.tp > 1 else ""
+        par += f" pp{self.pp}" if self.pp > 1 else ""
+        return (f"{self.model.name} {self.weight_format.name} on {self.count}× {self.accelerator.id}"
+                f"{par} ({self.engine.name})")
+
+
+def make_deployment(
+    model: ModelArch,
+    gpu: str | Accelerator,
+    fmt: str | Format = "bf16",
+    kv: str | KVFormat = "fp16",
+    count: int = 1,
+    tp: int | None = None,
+    pp: int = 1,
+    engine: str | EngineProfile = "vllm",
+    ideal: bool = False,
+    weights_bytes_override: float | None = None,
+    strict: bool = True,
+) -> Deployment:
+    """Build a Deployment from names; `tp` defaults to count / pp.
+
+    strict: refuse formats the engine cannot run (status 'unsupported') with the engine's reason."""
+    acc = gpu if isinstance(gpu, Accelerator) else get_accelerator(gpu)
+    f = fmt if isinstance(fmt, Format) else get_format(fmt)
+    k = kv if isinstance(kv, KVFormat) else get_kv_format(kv)
+    eng = engine if isinstance(engine, EngineProfile) else get_engine(engine)
+    if ideal:
+        eng = eng.idealized() if not eng.is_ideal else eng
+    if count < 1 or pp < 1 or (tp is not None and tp < 1):
+        raise VazaoError("GPU count, tp and pp must be positive integers")
+    if tp is None:
+        tp = max(1, count // pp)
+    if not eng.is_ideal and acc.vendor not in eng.vendors:
+        raise VazaoError(f"engine {eng.name} does not run on {acc.vendor} hardware ({acc.name})")
+    dep = Deployment(model=model, weight_format=f, kv_format=k, accelerator=acc, engine=eng,
+                     count=count, tp=tp, pp=pp, weights_bytes_override=weights_bytes_override)
+    if strict and dep.support.status == "unsupported":
+        raise VazaoError(f"{f.name} on {acc.name}: {dep.support.reason}")
+    return dep

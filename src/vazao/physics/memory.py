@@ -1,0 +1,125 @@
+"""What fits: weight bytes per format, KV bytes per token and per sequence, runtime overhead,
+fit across N GPUs with TP/PP, KV capacity as concurrent sequences, and the host-offload spill."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vazao.catalog.arch import ModelArch
+from vazao.catalog.formats import Format
+from vazao.errors import VazaoError
+
+ACT_BYTES = 2  # activations stay 16-bit in every format vazao models
+
+
+def weights_bytes(model: ModelArch, fmt: Format) -> float:
+    """Stored weight bytes: transformer layers at the format's bits, embedding (and an untied
+    lm_head) at the format's embedding bits."""
+    embed = model.embedding_params * (1 if model.tie_word_embeddings else 2)
+    body = model.total_params - embed
+    return body * fmt.weight_bits / 8 + embed * fmt.embed_bits / 8
+
+
+def kv_heads_per_rank(model: ModelArch, tp: int) -> float:
+    """KV heads each TP rank keeps: heads split across ranks, replicated when tp > kv_heads;
+    an MLA latent is replicated on every rank."""
+    if model.is_mla:
+        return 1.0
+    return math.ceil(model.num_kv_heads / tp)
+
+
+def kv_bytes_per_token_per_gpu(model: ModelArch, kv_bytes_per_element: float, tp: int, pp: int) -> float:
+    """KV bytes one token adds on one GPU (layers split by pp, heads by tp)."""
+    if model.is_mla:
+        per_layer = model.kv_elements_per_token_per_layer * kv_bytes_per_element
+    else:
+        per_layer = 2 * kv_heads_per_rank(model, tp) * model.head_dim * kv_bytes_per_element
+    return per_layer * model.num_layers / pp
+
+
+def activation_bytes_per_gpu(model: ModelArch, batched_tokens: int, tp: int) -> float:
+    """Peak live activations of one forward pass over `batched_tokens` tokens (one layer's
+    hidden states, QKV and MLP intermediates, plus the logits of up to 256 sequences)."""
+    inter = model.moe_intermediate_size * model.experts_per_token if model.is_moe else model.intermediate_size
+    per_token = (4 * model.hidden_size + 2 * inter / tp) * ACT_BYTES
+    logits = min(batched_tokens, 256) * model.vocab_size / tp * 4
+    return batched_tokens * per_token + logits
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Memory accounting of a deployment. Sizes are bytes; *_per_gpu figures are for one GPU."""
+
+    weights_bytes: float
+    weights_bytes_per_gpu: float
+    memory_bytes_per_gpu: float
+    usable_bytes_per_gpu: float  # after the engine's utilisation cap
+    overhead_bytes_per_gpu: float  # reserved + activation workspace
+    free_bytes_for_kv: float  # summed over all GPUs
+    kv_bytes_per_token: float  # the model's logical figure at the KV format
+    kv_bytes_per_token_per_gpu: float
+    kv_bytes_per_sequence: float  # one sequence of `context` tokens (windows applied)
+    kv_capacity_tokens: int  # per replica
+    context: int
+    max_concurrent_sequences: int  # over all replicas
+    weights_fit: bool
+    fits: bool
+    offload_bytes_per_gpu: float  # weights that spill to host memory when they do not fit
+    replicas: int
+    reason: str
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def fit(dep, context: int) -> Fit:
+    """Fit a deployment for sequences of `context` tokens (prompt + output)."""
+    if context <= 0:
+        raise VazaoError(f"context must be a positive number of tokens, got {context}")
+    model, eng, acc = dep.model, dep.engine, dep.accelerator
+    wbytes = dep.weights_bytes_override or weights_bytes(model, dep.weight_format)
+    per_gpu_w = wbytes / dep.gpus_per_replica
+    mem = acc.memory_bytes
+    usable = mem * eng.gpu_memory_utilization
+    act = (activation_bytes_per_gpu(model, min(eng.max_num_batched_tokens, 16384), dep.tp)
+           if eng.activation_workspace else 0.0)
+    overhead = eng.reserved_bytes + act
+    free_per_gpu = usable - overhead - per_gpu_w
+    weights_fit = free_per_gpu >= 0
+    offload = max(0.0, -free_per_gpu)
+    kv_elt = dep.kv_format.bytes_per_element
+    kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
+    kv_seq = model.kv_bytes_per_sequence(context, kv_elt)
+    # Capacity in tokens of one replica: windowed layers make long sequences cheaper per token.
+    kv_seq_gpu = kv_seq * kv_tok_gpu / model.kv_bytes_per_token(kv_elt)
+    free_pos = max(0.0, free_per_gpu)
+    cap_tokens = int(free_pos / kv_tok_gpu) if kv_tok_gpu else 0
+    seqs_per_replica = int(free_pos // kv_seq_gpu) if kv_seq_gpu else 0
+    seqs = seqs_per_replica * dep.replicas
+    if not weights_fit:
+        reason = (f"weights need {per_gpu_w / 1e9:.1f} GB per GPU but only "
+                  f"{(usable - overhead) / 1e9:.1f} GB is usable")
+    elif seqs < 1:
+        reason = f"weights fit but not the KV cache of one {context}-token sequence"
+    else:
+        reason = ""
+    return Fit(
+        weights_bytes=wbytes,
+        weights_bytes_per_gpu=per_gpu_w,
+        memory_bytes_per_gpu=mem,
+        usable_bytes_per_gpu=usable,
+        overhead_bytes_per_gpu=overhead,
+        free_bytes_for_kv=free_pos * dep.count,
+        kv_bytes_per_token=model.kv_bytes_per_token(kv_elt),
+        kv_bytes_per_token_per_gpu=kv_tok_gpu,
+        kv_bytes_per_sequence=kv_seq,
+        kv_capacity_tokens=cap_tokens,
+        context=context,
+        max_concurrent_sequences=seqs,
+        weights_fit=weights_fit,
+        fits=weights_fit and seqs >= 1,
+        offload_bytes_per_gpu=offload,
+        replicas=dep.replicas,
+        reason=reason,
+    )

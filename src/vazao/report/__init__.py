@@ -1,0 +1,1 @@
+"""Renderers: console tables, JSON, plots. They format; they do no maths."""

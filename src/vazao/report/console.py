@@ -1,0 +1,106 @@
+"""Rich tables for the catalogs, fit and estimate results."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from vazao.units import fmt_bytes, fmt_rate, fmt_seconds
+
+STATUS_STYLE = {"native": "green", "emulated": "yellow", "unsupported": "red"}
+
+
+def models_table(rows: list[dict]) -> Table:
+    t = Table(title="Models", title_justify="left")
+    for col in ("name", "params", "active", "layers", "attention", "kv/token (16-bit)", "context", "source"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["name"], f"{r['params'] / 1e9:.1f}B", f"{r['active_params'] / 1e9:.1f}B",
+                  str(r["layers"]), r["attention"], fmt_bytes(r["kv_bytes_per_token"]),
+                  f"{r['max_context']:,}", r["source"])
+    return t
+
+
+def gpus_table(rows: list[dict]) -> Table:
+    t = Table(title="Accelerators", title_justify="left")
+    for col in ("id", "name", "gen", "cc", "memory", "bandwidth", "bf16/fp16 dense", "fp8", "fp4", "link", "$/h"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        def tf(x):
+            return f"{x / 1e12:,.0f}T" if x else "-"
+        t.add_row(r["id"], r["name"], r["generation"], r["compute_capability"] or "-",
+                  fmt_bytes(r["memory_bytes"]), f"{fmt_bytes(r['memory_bandwidth_bytes_per_s'])}/s",
+                  tf(r["peak_16bit"]), tf(r["peak_fp8"]), tf(r["peak_fp4"]),
+                  r["interconnect"], f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] else "-")
+    return t
+
+
+def formats_table(rows: list[dict], gpu: str | None) -> Table:
+    title = f"Formats on {gpu}" if gpu else "Formats"
+    t = Table(title=title, title_justify="left")
+    cols = ["name", "kind", "bits/weight", "computes in"] + (["status", "why"] if gpu else ["description"])
+    for col in cols:
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        base = [r["name"], r["kind"], f"{r['weight_bits']:g}", r.get("runs_as") or r["compute_dtype"]]
+        if gpu:
+            style = STATUS_STYLE.get(r["status"], "")
+            base += [f"[{style}]{r['status']}[/]", r.get("reason", "")]
+        else:
+            base += [r["description"]]
+        t.add_row(*base)
+    return t
+
+
+def fit_lines(label: str, f) -> list[str]:
+    verdict = "[green]fits[/]" if f.fits else f"[red]does not fit[/]: {f.reason}"
+    lines = [
+        f"[bold]{label}[/]: {verdict}",
+        f"  weights            {fmt_bytes(f.weights_bytes)} ({fmt_bytes(f.weights_bytes_per_gpu)} per GPU "
+        f"of {fmt_bytes(f.memory_bytes_per_gpu)})",
+        f"  runtime overhead   {fmt_bytes(f.overhead_bytes_per_gpu)} per GPU",
+        f"  KV per token       {f.kv_bytes_per_token:,.0f} B ({fmt_bytes(f.kv_bytes_per_token)}; "
+        f"{fmt_bytes(f.kv_bytes_per_token_per_gpu)} per GPU)",
+        f"  KV per sequence    {fmt_bytes(f.kv_bytes_per_sequence)} at {f.context:,} tokens "
+        f"({fmt_bytes(f.kv_bytes_per_sequence, binary=True)})",
+        f"  free for KV        {fmt_bytes(f.free_bytes_for_kv)} over all GPUs",
+        f"  concurrent seqs    {f.max_concurrent_sequences:,} of {f.context:,} tokens",
+    ]
+    if f.offload_bytes_per_gpu > 0:
+        lines.append(f"  [yellow]spills {fmt_bytes(f.offload_bytes_per_gpu)} per GPU to host memory[/]")
+    return lines
+
+
+def estimate_table(est) -> Table:
+    t = Table(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
+              title_justify="left")
+    for col in ("batch", "decode step", "tok/s per request", "tok/s total", "TTFT (batch prefill)",
+                "E2E", "decode bound", "prefill bound", "KV fits"):
+        t.add_column(col, justify="right")
+    for r in est.rows:
+        t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
+                  fmt_rate(r.tokens_per_s_total), fmt_seconds(r.ttft_s), fmt_seconds(r.e2e_s),
+                  r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]")
+    return t
+
+
+def estimate_footer(est) -> list[str]:
+    cross = f"{est.crossover_batch:,}" if est.crossover_batch else "never (KV reads grow with the batch)"
+    cross0 = f"{est.crossover_batch_weights_only:,}" if est.crossover_batch_weights_only else "never"
+    lines = [
+        f"latency floor      {fmt_seconds(est.latency_floor_s)} per token "
+        f"({fmt_rate(1 / est.latency_floor_s)} tok/s)",
+        f"compute-bound from batch {cross} at this context; {cross0} with an empty cache",
+        f"max load           {fmt_rate(est.max_load_tokens_per_s)} output tok/s at batch {est.max_batch:,}",
+    ]
+    if est.format_status != "native":
+        lines.append(f"[yellow]format {est.format_status}[/]: {est.format_reason}")
+    if est.offloaded:
+        lines.append(f"[yellow]weights spill to host memory[/]: {est.fit.reason}; each step streams "
+                     f"{fmt_bytes(est.fit.offload_bytes_per_gpu)} per GPU over the host link")
+    return lines
+
+
+def print_lines(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, highlight=False)

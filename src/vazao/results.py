@@ -1,0 +1,250 @@
+"""The one result type: RequestRecord per request, RunSummary per run, measured or predicted.
+
+Metric definitions (stated once; docs/metrics.md repeats them):
+- TTFT: from just before the request is sent (or, simulated, from its arrival) to the first
+  chunk with non-empty content.
+- ITL: every gap between consecutive content chunks, pooled over all requests.
+- TPOT: per request, (E2E − TTFT) / (output tokens − 1); it excludes the first token.
+- E2E: from send/arrival to the last content chunk.
+Peers differ: guidellm's "ITL" is this TPOT and its "TPOT" includes TTFT; AIPerf's "ITL" is this TPOT.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+PERCENTILES = (50, 90, 95, 99)
+SOURCES = ("measured", "simulated", "analytic")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request's life. Times are seconds on the run's clock (0 = run start)."""
+
+    request_id: str
+    source: str  # measured | simulated | analytic
+    arrival_s: float  # sent (measured) or arrived (simulated)
+    prompt_tokens: int
+    output_tokens: int
+    first_token_s: float | None = None
+    end_s: float | None = None
+    # Gaps between consecutive content chunks; empty when only summary times are kept.
+    itl_s: tuple[float, ...] = ()
+    cached_prompt_tokens: int = 0
+    error: str | None = None
+    status: int | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.first_token_s is not None and self.end_s is not None
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_s is None else self.first_token_s - self.arrival_s
+
+    @property
+    def e2e_s(self) -> float | None:
+        return None if self.end_s is None else self.end_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E − TTFT) / (output tokens − 1); None for one-token answers."""
+        if not self.ok or self.output_tokens < 2:
+            return None
+        return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["itl_s"] = list(self.itl_s)
+        d["extra"] = dict(self.extra)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> RequestRecord:
+        d = dict(d)
+        d["itl_s"] = tuple(d.get("itl_s") or ())
+        d["extra"] = dict(d.get("extra") or {})
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Latency:
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+
+    @classmethod
+    def of(cls, values: Iterable[float] | np.ndarray) -> Latency:
+        arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
+        if arr.size == 0:
+            return cls(None, None, None, None, None)
+        p = np.percentile(arr, PERCENTILES)
+        return cls(float(arr.mean()), *(float(x) for x in p))
+
+    def get(self, name: str) -> float | None:
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Per-metric limits, e.g. {'ttft_p95': 0.5, 'tpot_p95': 0.05}; a request meets the SLO
+    when each of its own values is within the limit (the percentile says which share must)."""
+
+    limits: Mapping[str, float]
+
+    METRICS = ("ttft", "tpot", "e2e", "itl")
+
+    @classmethod
+    def parse(cls, text: str) -> SLO:
+        from vazao.errors import VazaoError
+        from vazao.units import parse_duration
+
+        limits: dict[str, float] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            if "=" not in part:
+                raise VazaoError(f"SLO term {part!r}: expected metric_pNN=duration, e.g. ttft_p95=500ms")
+            key, value = (s.strip() for s in part.split("=", 1))
+            metric, _, pct = key.partition("_")
+            if metric not in cls.METRICS or not (pct == "mean" or (pct.startswith("p") and pct[1:].isdigit())):
+                raise VazaoError(f"SLO term {key!r}: metric must be ttft|tpot|e2e|itl with _pNN or _mean")
+            limits[key] = parse_duration(value)
+        if not limits:
+            raise VazaoError("empty SLO")
+        return cls(limits)
+
+    def request_ok(self, r: RequestRecord) -> bool:
+        if not r.ok:
+            return False
+        for key, limit in self.limits.items():
+            metric = key.split("_", 1)[0]
+            if metric == "itl":
+                value = max(r.itl_s) if r.itl_s else r.tpot_s
+            else:
+                value = getattr(r, f"{metric}_s")
+            if value is not None and value > limit:
+                return False
+        return True
+
+    def met_by(self, summary: RunSummary) -> bool:
+        """Whether the run's percentiles are within every limit."""
+        for key, limit in self.limits.items():
+            metric, pct = key.split("_", 1)
+            value = getattr(summary, f"{metric}_s").get(pct)
+            if value is None or value > limit:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    requests: int
+    errors: int
+    duration_s: float
+    ttft_s: Latency
+    itl_s: Latency
+    tpot_s: Latency
+    e2e_s: Latency
+    request_throughput_per_s: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    goodput_requests_per_s: float | None = None
+    source: str = "measured"
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_json(self) -> dict:
+        d = {k: (asdict(v) if isinstance(v, Latency) else v) for k, v in self.__dict__.items()}
+        if d["goodput_requests_per_s"] is None:
+            del d["goodput_requests_per_s"]
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> RunSummary:
+        kw = dict(d)
+        for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
+            kw[k] = Latency(**kw[k])
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in kw.items() if k in known})
+
+
+def summarize(
+    records: Sequence[RequestRecord],
+    slo: SLO | None = None,
+    duration_s: float | None = None,
+    itl_gaps: np.ndarray | None = None,
+) -> RunSummary:
+    """Percentiles and throughputs over a run's records.
+
+    duration_s defaults to first arrival → last completion. `itl_gaps` lets a producer that does
+    not keep per-record gaps (the simulator, for memory) pass the pooled gaps directly."""
+    ok = [r for r in records if r.ok]
+    errors = len(records) - len(ok)
+    if duration_s is None:
+        if records:
+            start = min(r.arrival_s for r in records)
+            ends = [r.end_s for r in records if r.end_s is not None] or [start]
+            duration_s = max(ends) - start
+        else:
+            duration_s = 0.0
+    dur = duration_s if duration_s > 0 else math.nan
+    out_tok = sum(r.output_tokens for r in ok)
+    in_tok = sum(r.prompt_tokens for r in ok)
+    if itl_gaps is None:
+        gaps = [g for r in ok for g in r.itl_s]
+        if not gaps:  # producers that kept no gaps: each request's TPOT stands for its gaps
+            gaps = [t for r in ok if (t := r.tpot_s) is not None for _ in range(r.output_tokens - 1)]
+        itl_gaps = np.asarray(gaps, dtype=float)
+
+    def rate(x: float) -> float:
+        return 0.0 if math.isnan(dur) else x / dur
+
+    source = records[0].source if records else "measured"
+    return RunSummary(
+        requests=len(records),
+        errors=errors,
+        duration_s=float(duration_s),
+        ttft_s=Latency.of([r.ttft_s for r in ok]),
+        itl_s=Latency.of(itl_gaps),
+        tpot_s=Latency.of([t for r in ok if (t := r.tpot_s) is not None]),
+        e2e_s=Latency.of([r.e2e_s for r in ok]),
+        request_throughput_per_s=rate(len(ok)),
+        output_tokens_per_s=rate(out_tok),
+        total_tokens_per_s=rate(out_tok + in_tok),
+        goodput_requests_per_s=(rate(sum(slo.request_ok(r) for r in ok)) if slo else None),
+        source=source,
+        prompt_tokens=in_tok,
+        output_tokens=out_tok,
+    )
+
+
+def write_jsonl(path, records: Iterable[RequestRecord]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r.to_json()) + "\n")
+
+
+def read_jsonl(path) -> tuple[list[RequestRecord], int]:
+    """Records from a JSONL file; returns (records, malformed_line_count). A crash mid-line loses one line."""
+    out, bad = [], 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                d = json.loads(line)
+                if d.get("kind", "record") != "record":
+                    continue
+                out.append(RequestRecord.from_json(d))
+            except (ValueError, TypeError, KeyError):
+                bad += 1
+    return out, bad

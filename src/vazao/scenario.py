@@ -1,0 +1,36 @@
+"""From what a user types (a model name, a config.json, a GGUF file; a GPU label) to a Deployment."""
+
+from __future__ import annotations
+
+from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.models import load_model
+from vazao.physics.deployment import Deployment, make_deployment
+
+
+def default_format(acc) -> str:
+    """bf16 where the silicon runs it, else fp16 (Volta/Turing, Pascal, older engines)."""
+    return "bf16" if acc.native("bf16") else "fp16"
+
+
+def deployment_for(
+    model: str,
+    gpu: str,
+    fmt: str | None = None,
+    kv: str = "fp16",
+    count: int = 1,
+    tp: int | None = None,
+    pp: int = 1,
+    engine: str = "vllm",
+    ideal: bool = False,
+    strict: bool = True,
+) -> Deployment:
+    """The deployment a CLI command describes. A GGUF file brings its own format and exact weight
+    bytes; a config.json with a quantization_config brings its format."""
+    loaded = load_model(model)
+    acc = get_accelerator(gpu)
+    chosen = fmt or loaded.weight_format or default_format(acc)
+    exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
+    if engine == "vllm" and loaded.origin == "gguf":
+        engine = "llama.cpp"
+    return make_deployment(loaded.arch, acc, chosen, kv, count=count, tp=tp, pp=pp, engine=engine,
+                           ideal=ideal, weights_bytes_override=exact, strict=strict)

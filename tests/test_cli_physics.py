@@ -1,0 +1,84 @@
+"""CLI: fit / estimate / formats / catalogs, JSON shapes other tools rely on, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vazao.cli import app
+
+runner = CliRunner()
+
+
+def run_json(*args: str) -> dict:
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_fit_json_keys_seed004():
+    d = run_json("fit", "llama-3.1-70b", "--gpu", "h100-sxm", "--count", "8", "--format", "bf16",
+                 "--context", "8192", "--ideal")
+    for key in ("weights_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "fits",
+                "max_concurrent_sequences", "free_bytes_for_kv"):
+        assert key in d
+    assert d["kv_bytes_per_token"] == 327_680  # seed 004
+    assert d["fits"] is True
+    assert d["max_concurrent_sequences"] == pytest.approx(185, abs=2)  # seed 004
+
+
+def test_estimate_json_keys():
+    d = run_json("estimate", "llama-3.1-8b", "--gpu", "rtx-3060", "--format", "int4-awq",
+                 "--batch", "1,8,32", "--input", "1024", "--output", "256")
+    assert [r["batch"] for r in d["rows"]] == [1, 8, 32]
+    for r in d["rows"]:
+        for key in ("batch", "decode_step_s", "tokens_per_s_per_request", "tokens_per_s_total",
+                    "prefill_s", "ttft_s", "bound"):
+            assert key in r
+    assert "crossover_batch" in d
+
+
+def test_formats_json_status():
+    d = run_json("formats", "--gpu", "rtx-3060")
+    status = {f["name"]: f["status"] for f in d["formats"]}
+    assert status["bf16"] == "native" and status["fp8"] == "emulated" and status["nvfp4"] == "unsupported"
+    assert all(f["status"] in ("native", "emulated", "unsupported") for f in d["formats"])
+
+
+@pytest.mark.parametrize("cmd", [["models"], ["gpus"], ["formats"]])
+def test_catalog_tables_and_json(cmd):
+    res = runner.invoke(app, cmd)
+    assert res.exit_code == 0, res.output
+    d = run_json(*cmd)
+    assert len(next(iter(d.values()))) >= 17
+
+
+def test_local_config_json(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+           "max_position_embeddings": 131072, "tie_word_embeddings": False}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    d = run_json("estimate", str(p), "--gpu", "a100-sxm-80gb", "--ideal", "--batch", "1")
+    assert d["rows"][0]["bound"] == "memory"
+    # 8.03B parameters at 16 bits over 2,039 GB/s: the ideal step is the weight read (+ a little KV).
+    assert 6e-3 < d["rows"][0]["decode_step_s"] < 9e-3
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["fit", "llama-3.1-70b", "--gpu", "h1000"], "closest"),
+    (["fit", "llama-9-70b", "--gpu", "h100"], "closest"),
+    (["fit", "llama-3.1-70b", "--gpu", "h100", "--format", "fp7"], "closest"),
+    (["fit", "llama-3.1-70b", "--gpu", "h100", "--context", "0"], "context"),
+    (["fit", "llama-3.1-70b", "--gpu", "h100", "--count", "-1"], "count"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--batch", "0,8"], "batch"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--input", "0"], "input"),
+    (["estimate", "llama-3.1-8b", "--gpu", "rtx-3060", "--format", "nvfp4"], "FP4"),
+])
+def test_bad_input_exit_2_one_line(args, needle):
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    assert needle.lower() in res.output.lower()

@@ -1,0 +1,70 @@
+"""Property tests over the cost model: monotone in bandwidth and bits, bounded by the roofline."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vazao.catalog.formats import formats
+from vazao.catalog.hardware import accelerators
+from vazao.catalog.models import models
+from vazao.physics.deployment import make_deployment
+from vazao.physics.memory import weights_bytes
+from vazao.physics.step import BatchShape, step_cost
+
+MODELS = sorted(models())
+GPUS = sorted(accelerators())
+FORMATS = sorted(formats())
+shapes = st.builds(
+    lambda b, n, c: BatchShape.from_sequences([(n, c)] * b),
+    st.integers(1, 256), st.integers(1, 4096), st.integers(0, 32768),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(GPUS), shapes, st.floats(1.01, 4.0), st.booleans())
+def test_more_bandwidth_is_never_slower(model, gpu, shape, factor, ideal):
+    acc = accelerators()[gpu]
+    faster = replace(acc, memory_bandwidth_bytes_per_s=acc.memory_bandwidth_bytes_per_s * factor)
+    m = models()[model]
+    fmt = "fp16"
+    slow = make_deployment(m, acc, fmt, ideal=ideal, strict=False, engine="llama.cpp")
+    fast = make_deployment(m, faster, fmt, ideal=ideal, strict=False, engine="llama.cpp")
+    assert step_cost(fast, shape).time_s <= step_cost(slow, shape).time_s
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(FORMATS), st.sampled_from(FORMATS))
+def test_fewer_weight_bits_never_need_more_memory(model, a, b):
+    fa, fb = formats()[a], formats()[b]
+    m = models()[model]
+    if fa.weight_bits <= fb.weight_bits and fa.embed_bits <= fb.embed_bits:
+        assert weights_bytes(m, fa) <= weights_bytes(m, fb)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.sampled_from(FORMATS), shapes,
+       st.sampled_from(["vllm", "ideal", "llama.cpp"]), st.sampled_from([1, 2, 4, 8]))
+def test_throughput_never_exceeds_the_roofline(model, gpu, fmt, shape, engine, tp):
+    acc = accelerators()[gpu]
+    m = models()[model]
+    try:
+        dep = make_deployment(m, acc, fmt, count=tp, engine=engine, strict=False)
+    except Exception:  # engine not available on this vendor
+        return
+    cost = step_cost(dep, shape)
+    # The step can never beat streaming its bytes at full bandwidth or its FLOPs at the best peak.
+    best_peak = max(acc.peak_flops.values())
+    assert cost.time_s >= cost.bytes / acc.memory_bandwidth_bytes_per_s * (1 - 1e-9)
+    assert cost.time_s >= cost.flops / best_peak * (1 - 1e-9)
+    tokens_per_s = shape.new_tokens / cost.time_s
+    roofline = min(best_peak * tp / (2 * m.active_params / 1.0), float("inf"))
+    assert tokens_per_s <= roofline * (1 + 1e-9)
+
+
+def test_mapping_proxy_is_preserved_by_replace():
+    acc = accelerators()["h100-sxm"]
+    assert isinstance(replace(acc, memory_bandwidth_bytes_per_s=1.0).peak_flops, MappingProxyType)
