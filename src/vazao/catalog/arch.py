@@ -7,6 +7,7 @@ config.json by hand. Norms and biases are counted; rotary tables and buffers are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,14 @@ class ModelArch:
             return "MHA"
         return "GQA"
 
-    @property
+    @cached_property
     def kv_elements_per_token_per_layer(self) -> int:
         """K and V elements cached per token per layer (MLA: the compressed latent plus the rope key)."""
         if self.is_mla:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.num_kv_heads * self.head_dim
 
-    @property
+    @cached_property
     def full_attention_layers(self) -> int:
         return self.num_layers - self.sliding_window_layers
 
@@ -94,7 +95,7 @@ class ModelArch:
         windowed = min(context, self.sliding_window) if self.sliding_window_layers else context
         return per_layer * (self.full_attention_layers * context + self.sliding_window_layers * windowed)
 
-    @property
+    @cached_property
     def attention_flops_per_pair(self) -> float:
         """FLOPs per (query, key) pair per layer: QK^T and PV, 2 FLOPs per multiply-add."""
         if self.is_mla:
@@ -102,7 +103,7 @@ class ModelArch:
         return 4.0 * self.num_heads * self.head_dim
 
     # ---- parameters ---------------------------------------------------------------------
-    @property
+    @cached_property
     def attention_params_per_layer(self) -> int:
         h = self.hidden_size
         if self.is_mla:
@@ -122,15 +123,15 @@ class ModelArch:
     def _mlp(self, inter: int) -> int:
         return (3 if self.gated_mlp else 2) * self.hidden_size * inter
 
-    @property
+    @cached_property
     def moe_layers(self) -> int:
         return self.num_layers - self.first_dense_layers if self.is_moe else 0
 
-    @property
+    @cached_property
     def dense_mlp_layers(self) -> int:
         return self.num_layers - self.moe_layers
 
-    @property
+    @cached_property
     def expert_params(self) -> int:
         """Parameters of one routed expert."""
         return self._mlp(self.moe_intermediate_size) if self.is_moe else 0
@@ -144,7 +145,7 @@ class ModelArch:
         """The output projection; shares storage with the embedding when tied."""
         return self.vocab_size * self.hidden_size
 
-    @property
+    @cached_property
     def shared_layer_params(self) -> int:
         """Every parameter of the layers that is read on each token whatever the routing."""
         norms = 2 * self.hidden_size * self.num_layers + self.hidden_size
@@ -154,17 +155,17 @@ class ModelArch:
         router = self.moe_layers * self.num_experts * self.hidden_size
         return norms + attn + dense + shared + router
 
-    @property
+    @cached_property
     def routed_expert_params(self) -> int:
         return self.moe_layers * self.num_experts * self.expert_params
 
-    @property
+    @cached_property
     def total_params(self) -> int:
         """All stored parameters: untied lm_head counted once more."""
         head = 0 if self.tie_word_embeddings else self.lm_head_params
         return self.embedding_params + head + self.shared_layer_params + self.routed_expert_params
 
-    @property
+    @cached_property
     def active_params(self) -> int:
         """Parameters that touch one token (embedding row gathers are not counted as matmuls)."""
         routed = self.moe_layers * self.experts_per_token * self.expert_params

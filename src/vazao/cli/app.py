@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -14,8 +15,10 @@ from typer.core import TyperGroup
 
 from vazao.errors import VazaoError
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (make run, CI logs) gets a wide table instead of rich's 80-column default.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+console = Console(width=_WIDTH)
+err_console = Console(stderr=True, width=_WIDTH)
 
 
 class _Group(TyperGroup):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from vazao.catalog.arch import ModelArch
 from vazao.catalog.formats import Format, KVFormat, Support, get_format, get_kv_format, support
@@ -46,19 +45,35 @@ class Deployment:
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp
 
-    @cached_property
+    # Lazy per-instance values kept in __dict__ by hand: functools.cached_property takes a lock on
+    # every first access in Python 3.11, which dominated sweeps over thousands of deployments.
+    def _lazy(self, name: str, make):
+        value = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = make()
+        return value
+
+    @property
     def support(self) -> Support:
         if self.support_info is not None:
             return self.support_info
         engine = None if self.engine.is_ideal else self.engine.name
-        return support(self.weight_format, self.accelerator, engine)
+        return self._lazy("_support", lambda: support(self.weight_format, self.accelerator, engine))
 
-    @cached_property
+    @property
+    def weights_bytes(self) -> float:
+        """Stored weight bytes of one copy of the model."""
+        from vazao.physics.memory import weights_bytes
+
+        return self._lazy("_weights_bytes",
+                          lambda: self.weights_bytes_override or weights_bytes(self.model, self.weight_format))
+
+    @property
     def consts(self):
         """Per-deployment constants of the cost model, computed once (physics/step.py)."""
         from vazao.physics.step import StepConstants
 
-        return StepConstants.of(self)
+        return self._lazy("_consts", lambda: StepConstants.of(self))
 
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""

@@ -73,30 +73,48 @@ class Fit:
         return dict(self.__dict__)
 
 
+def overhead_bytes_per_gpu(dep) -> float:
+    """Memory the engine holds besides weights and KV: its reserve plus the activation workspace."""
+    eng = dep.engine
+    act = (activation_bytes_per_gpu(dep.model, min(eng.max_num_batched_tokens, 16384), dep.tp)
+           if eng.activation_workspace else 0.0)
+    return eng.reserved_bytes + act
+
+
+def free_bytes_per_gpu(dep, memory_bytes=None):
+    """What is left per GPU for the KV cache; negative when the weights themselves do not fit.
+    `memory_bytes` may be an array over accelerators (grid sweeps); default: the deployment's GPU."""
+    mem = dep.accelerator.memory_bytes if memory_bytes is None else memory_bytes
+    return mem * dep.engine.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - dep.weights_bytes / dep.gpus_per_replica
+
+
+def kv_bytes_per_sequence_per_gpu(dep, context: int) -> float:
+    """One sequence's KV bytes on one GPU (layers split by pp, heads by tp, windows applied)."""
+    model, kv_elt = dep.model, dep.kv_format.bytes_per_element
+    per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
+    return model.kv_bytes_per_sequence(context, kv_elt) * per_gpu / model.kv_bytes_per_token(kv_elt)
+
+
 def fit(dep, context: int) -> Fit:
     """Fit a deployment for sequences of `context` tokens (prompt + output)."""
     if context <= 0:
         raise VazaoError(f"context must be a positive number of tokens, got {context}")
-    model, eng, acc = dep.model, dep.engine, dep.accelerator
-    wbytes = dep.weights_bytes_override or weights_bytes(model, dep.weight_format)
+    model, eng = dep.model, dep.engine
+    wbytes = dep.weights_bytes
     per_gpu_w = wbytes / dep.gpus_per_replica
-    mem = acc.memory_bytes
+    mem = dep.accelerator.memory_bytes
     usable = mem * eng.gpu_memory_utilization
-    act = (activation_bytes_per_gpu(model, min(eng.max_num_batched_tokens, 16384), dep.tp)
-           if eng.activation_workspace else 0.0)
-    overhead = eng.reserved_bytes + act
-    free_per_gpu = usable - overhead - per_gpu_w
+    overhead = overhead_bytes_per_gpu(dep)
+    free_per_gpu = free_bytes_per_gpu(dep)
     weights_fit = free_per_gpu >= 0
-    offload = max(0.0, -free_per_gpu)
     kv_elt = dep.kv_format.bytes_per_element
     kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
+    kv_tok = model.kv_bytes_per_token(kv_elt)
     kv_seq = model.kv_bytes_per_sequence(context, kv_elt)
-    # Capacity in tokens of one replica: windowed layers make long sequences cheaper per token.
-    kv_seq_gpu = kv_seq * kv_tok_gpu / model.kv_bytes_per_token(kv_elt)
-    free_pos = max(0.0, free_per_gpu)
-    cap_tokens = int(free_pos / kv_tok_gpu) if kv_tok_gpu else 0
-    seqs_per_replica = int(free_pos // kv_seq_gpu) if kv_seq_gpu else 0
-    seqs = seqs_per_replica * dep.replicas
+    # Capacity of one replica: windowed layers make long sequences cheaper per token.
+    kv_seq_gpu = kv_bytes_per_sequence_per_gpu(dep, context)
+    free_pos = free_per_gpu if weights_fit else 0.0
+    seqs = int(free_pos // kv_seq_gpu) * dep.replicas
     if not weights_fit:
         reason = (f"weights need {per_gpu_w / 1e9:.1f} GB per GPU but only "
                   f"{(usable - overhead) / 1e9:.1f} GB is usable")
@@ -111,15 +129,15 @@ def fit(dep, context: int) -> Fit:
         usable_bytes_per_gpu=usable,
         overhead_bytes_per_gpu=overhead,
         free_bytes_for_kv=free_pos * dep.count,
-        kv_bytes_per_token=model.kv_bytes_per_token(kv_elt),
+        kv_bytes_per_token=kv_tok,
         kv_bytes_per_token_per_gpu=kv_tok_gpu,
         kv_bytes_per_sequence=kv_seq,
-        kv_capacity_tokens=cap_tokens,
+        kv_capacity_tokens=int(free_pos / kv_tok_gpu),
         context=context,
         max_concurrent_sequences=seqs,
         weights_fit=weights_fit,
         fits=weights_fit and seqs >= 1,
-        offload_bytes_per_gpu=offload,
+        offload_bytes_per_gpu=-free_per_gpu if not weights_fit else 0.0,
         replicas=dep.replicas,
         reason=reason,
     )

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vazao.physics.memory import ACT_BYTES, kv_bytes_per_token_per_gpu, weights_bytes
+import numpy as np
+
+from vazao.physics.memory import ACT_BYTES, free_bytes_per_gpu, kv_bytes_per_token_per_gpu, weights_bytes
 
 BOUNDS = ("compute", "memory", "communication", "overhead")
 DEQUANT_TILE_TOKENS = 64  # weight-only kernels unpack each weight tile once per this many tokens
@@ -72,13 +74,13 @@ class StepCost:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-@dataclass(frozen=True)
-class StepConstants:
-    """Everything step_cost needs that does not depend on the shape, per TP rank."""
+@dataclass(frozen=True, slots=True)
+class ShardConstants:
+    """The model side of the cost model for one TP rank: model × format × KV format × tp × pp.
+    Independent of the accelerator, so a sweep over GPUs computes it once."""
 
     dense_weight_bytes: float  # read every step
     expert_bytes: float  # one routed expert across the MoE layers
-    moe_layers: int
     num_experts: int
     experts_per_token: int
     dense_weights_read: float  # parameters read every step (for dequant work)
@@ -91,48 +93,26 @@ class StepConstants:
     kv_bytes_per_token_full: float
     kv_bytes_per_token_window: float
     act_bytes_per_token: float
-    matmul_peak: float
-    attn_peak: float
-    dequant_peak: float
-    bandwidth: float
-    compute_eff: float
-    memory_eff: float
     allreduces_per_step: int
-    allreduce_factor_s_per_byte: float
-    allreduce_latency_s: float
     pp_hops: int
-    p2p_s_per_byte: float
-    p2p_latency_s: float
     hidden_bytes_per_token: float
-    step_overhead_s: float
-    per_sequence_overhead_s: float
-    offload_s: float
 
     @classmethod
-    def of(cls, dep) -> StepConstants:
-        m, f, acc, eng = dep.model, dep.weight_format, dep.accelerator, dep.engine
-        tp, pp = dep.tp, dep.pp
-        total_w = dep.weights_bytes_override or weights_bytes(m, f)
-        scale = total_w / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
+    def of(cls, dep) -> ShardConstants:
+        m, f, tp = dep.model, dep.weight_format, dep.tp
+        key = (id(m), f.name, dep.kv_format.name, tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace)
+        hit = _SHARD_CACHE.get(key)
+        if hit is not None and hit[0] is m:  # id() alone could be reused by a new model object
+            return hit[1]
+        scale = dep.weights_bytes / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
         wb, eb = f.weight_bits / 8 * scale, f.embed_bits / 8 * scale
-        head = m.lm_head_params * eb
-        dense = (m.shared_layer_params * wb + head) / tp
-        support = dep.support
-        matmul_peak = acc.peak(f.compute_dtype) if support.status == "native" else acc.peak_16bit[1]
-        attn_peak = acc.peak_16bit[1]
-        kv_elt = dep.kv_format.bytes_per_element
-        kv_tok = kv_bytes_per_token_per_gpu(m, kv_elt, tp, 1)  # all layers of this TP rank
+        kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, tp, 1)  # all layers, one rank
         win_share = m.sliding_window_layers / m.num_layers
         per_pair = m.attention_flops_per_pair / tp
         act_inter = m.moe_intermediate_size * m.experts_per_token if m.is_moe else m.intermediate_size
-        link = acc.interconnect_bytes_per_s
-        from vazao.physics.memory import fit
-
-        offload = fit(dep, 1).offload_bytes_per_gpu * dep.gpus_per_replica / tp
-        return cls(
-            dense_weight_bytes=dense,
+        out = cls(
+            dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb) / tp,
             expert_bytes=m.expert_params * m.moe_layers * wb / tp,
-            moe_layers=m.moe_layers,
             num_experts=m.num_experts,
             experts_per_token=m.experts_per_token,
             dense_weights_read=(m.shared_layer_params + m.lm_head_params) / tp,
@@ -146,24 +126,62 @@ class StepConstants:
             kv_bytes_per_token_window=kv_tok * win_share,
             # Activations round-trip memory between unfused kernels; the physical limit keeps them on chip.
             act_bytes_per_token=(ACT_BYTES * m.num_layers * (4 * m.hidden_size + 3 * act_inter / tp)
-                                 if eng.activation_workspace else 0.0),
-            matmul_peak=matmul_peak,
-            attn_peak=attn_peak,
-            dequant_peak=max(acc.peak("fp32"), acc.peak_16bit[1] / 16),
-            bandwidth=acc.memory_bandwidth_bytes_per_s,
-            compute_eff=eng.compute_efficiency,
-            memory_eff=eng.memory_efficiency,
+                                 if dep.engine.activation_workspace else 0.0),
             allreduces_per_step=2 * m.num_layers if tp > 1 else 0,
-            allreduce_factor_s_per_byte=(2 * (tp - 1) / tp / link) if tp > 1 else 0.0,
-            allreduce_latency_s=eng.allreduce_latency_s,
-            pp_hops=pp - 1,
-            p2p_s_per_byte=1 / link if pp > 1 else 0.0,
-            p2p_latency_s=P2P_LATENCY_S if (pp > 1 and not eng.is_ideal and eng.step_overhead_s) else 0.0,
+            pp_hops=dep.pp - 1,
             hidden_bytes_per_token=m.hidden_size * ACT_BYTES,
-            step_overhead_s=eng.step_overhead_s,
-            per_sequence_overhead_s=eng.per_sequence_overhead_s,
-            offload_s=offload / acc.host_link_bytes_per_s,
         )
+        if len(_SHARD_CACHE) > 100_000:
+            _SHARD_CACHE.clear()
+        _SHARD_CACHE[key] = (m, out)
+        return out
+
+
+_SHARD_CACHE: dict[tuple, tuple] = {}
+
+
+def _max2(a, b):
+    """max() that also works elementwise on numpy arrays (the grid sweep evaluates many GPUs at once)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return a if a >= b else b
+
+
+class StepConstants:
+    """The hardware and engine side of the cost model for one deployment. Every field may be a float
+    or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
+
+    __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
+                 "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
+                 "step_overhead_s", "per_sequence_overhead_s", "offload_s")
+
+    def __init__(self, shard, eng, tp: int, pp: int, gpus_per_replica: int, free_bytes_per_gpu,
+                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link) -> None:
+        self.shard = shard
+        self.matmul_peak = matmul_peak
+        self.attn_peak = peak16
+        self.dequant_peak = _max2(peak_fp32, peak16 / 16)
+        self.bandwidth = bandwidth
+        self.compute_eff = eng.compute_efficiency
+        self.memory_eff = eng.memory_efficiency
+        self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / link) if tp > 1 else 0.0
+        self.allreduce_latency_s = eng.allreduce_latency_s
+        self.p2p_s_per_byte = 1 / link if pp > 1 else 0.0
+        self.p2p_latency_s = P2P_LATENCY_S if (pp > 1 and eng.allreduce_latency_s) else 0.0
+        self.step_overhead_s = eng.step_overhead_s
+        self.per_sequence_overhead_s = eng.per_sequence_overhead_s
+        # Weights that do not fit stream from host memory over the host link on every step.
+        self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
+
+    @classmethod
+    def of(cls, dep) -> StepConstants:
+        acc = dep.accelerator
+        peak16 = acc.peak_16bit[1]
+        native = dep.support.status == "native"
+        return cls(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
+                   free_bytes_per_gpu(dep), acc.peak(dep.weight_format.compute_dtype) if native else peak16,
+                   peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
+                   acc.host_link_bytes_per_s)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
@@ -173,37 +191,63 @@ def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
     return num_experts * (1.0 - (1.0 - per_token / num_experts) ** tokens)
 
 
-def step_cost(dep, shape: BatchShape) -> StepCost:
-    """Time of one engine step computing `shape` on `dep` (see the module docstring)."""
-    c: StepConstants = dep.consts
+@dataclass(frozen=True, slots=True)
+class StepWork:
+    """What a step computes and moves on one TP rank, before any hardware is involved."""
+
+    num_seqs: int
+    matmul_flops: float
+    attn_flops: float
+    dequant_flops: float
+    bytes: float
+    collective_bytes: float  # activation bytes per all-reduce / pipeline hand-off
+
+
+def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
-    if new <= 0 or n <= 0:
-        return StepCost(0.0, 0.0, 0.0, 0.0, 0.0, "overhead", 0.0, 0.0)
     # Sliding-window layers read at most `window` tokens per sequence (exact for equal contexts).
-    if c.window and c.kv_bytes_per_token_window:
+    if s.window and s.kv_bytes_per_token_window:
         avg_ctx = ctx / n
-        win_ctx = n * min(avg_ctx, c.window)
+        win_ctx = n * min(avg_ctx, s.window)
         avg_new = new / n
-        win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, c.window)
+        win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
     else:
         win_ctx, win_pairs = ctx, shape.attention_pairs
+    touched = experts_touched(s.num_experts, s.experts_per_token, new)
+    weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
+    kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
+    return StepWork(
+        num_seqs=n,
+        matmul_flops=s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * shape.logit_tokens,
+        attn_flops=s.attn_flops_per_pair_full * shape.attention_pairs + s.attn_flops_per_pair_window * win_pairs,
+        dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
+        bytes=weight_bytes + kv_bytes + s.act_bytes_per_token * new,
+        collective_bytes=new * s.hidden_bytes_per_token,
+    )
 
-    touched = experts_touched(c.num_experts, c.experts_per_token, new)
-    weight_bytes = c.dense_weight_bytes + touched * c.expert_bytes
-    kv_bytes = (c.kv_bytes_per_token_full * (ctx + new) + c.kv_bytes_per_token_window * (win_ctx + new))
-    moved = weight_bytes + kv_bytes + c.act_bytes_per_token * new
 
-    matmul = c.matmul_flops_per_token * new + c.lm_head_flops_per_logit * shape.logit_tokens
-    attn = c.attn_flops_per_pair_full * shape.attention_pairs + c.attn_flops_per_pair_window * win_pairs
-    dequant = c.dequant_flops_per_weight * c.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
+def roofline(w: StepWork, c: StepConstants) -> tuple:
+    """(compute_s, memory_s, comm_s, overhead_s, time_s) of a step's work on the hardware `c`;
+    elementwise when `c` holds arrays."""
+    s = c.shard
+    compute_s = (w.matmul_flops / c.matmul_peak + w.attn_flops / c.attn_peak
+                 + w.dequant_flops / c.dequant_peak) / c.compute_eff
+    memory_s = w.bytes / (c.bandwidth * c.memory_eff) + c.offload_s
+    act = w.collective_bytes
+    comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
+              + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+    overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
+    return compute_s, memory_s, comm_s, overhead_s, _max2(compute_s, memory_s) + comm_s + overhead_s
 
-    compute_s = (matmul / c.matmul_peak + attn / c.attn_peak + dequant / c.dequant_peak) / c.compute_eff
-    memory_s = moved / (c.bandwidth * c.memory_eff) + c.offload_s
-    act = new * c.hidden_bytes_per_token
-    comm_s = (c.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
-              + c.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
-    overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-    time_s = max(compute_s, memory_s) + comm_s + overhead_s
+
+def step_cost(dep, shape: BatchShape) -> StepCost:
+    """Time of one engine step computing `shape` on `dep` (see the module docstring)."""
+    if shape.new_tokens <= 0 or shape.num_seqs <= 0:
+        return StepCost(0.0, 0.0, 0.0, 0.0, 0.0, "overhead", 0.0, 0.0)
+    c: StepConstants = dep.consts
+    w = step_work(c.shard, shape)
+    compute_s, memory_s, comm_s, overhead_s, time_s = roofline(w, c)
     parts = (compute_s, memory_s, comm_s, overhead_s)
     bound = BOUNDS[parts.index(max(parts))]
-    return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound, matmul + attn + dequant, moved)
+    return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound,
+                    w.matmul_flops + w.attn_flops + w.dequant_flops, w.bytes)

@@ -1,0 +1,393 @@
+"""A reader of GGUF headers: metadata, tensor shapes and types; never the tensor data.
+
+Layout (ggml docs/gguf.md, versions 2 and 3, little endian): magic 'GGUF', u32 version,
+u64 tensor_count, u64 kv_count, the typed key/value pairs, then per tensor: name, u32 n_dims,
+u64 dims[n_dims] (innermost first), u32 ggml type, u64 offset into the aligned data section.
+The file is memory-mapped, so a multi-gigabyte model costs only the pages of its header.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import struct
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from vazao.catalog.arch import ModelArch
+from vazao.errors import VazaoError
+
+MAGIC = b"GGUF"
+
+# ggml_type -> (name, elements per block, bytes per block), from ggml.h / ggml.c type_traits.
+GGML_TYPES: Mapping[int, tuple[str, int, int]] = MappingProxyType({
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 36),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66),
+    17: ("IQ2_XS", 256, 74),
+    18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18),
+    21: ("IQ3_S", 256, 110),
+    22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17),
+})
+
+
+def bits_per_weight(type_name: str) -> float:
+    """Stored bits per element of a ggml type, block scales included (Q4_K: 4.5)."""
+    for name, elems, nbytes in GGML_TYPES.values():
+        if name == type_name:
+            return 8.0 * nbytes / elems
+    raise KeyError(type_name)
+
+
+# llama.cpp LLAMA_FTYPE (general.file_type) -> vazao format name. The "mostly" types mean the
+# bulk of the matrices; llama.cpp keeps some tensors wider, which weights_bytes counts exactly.
+FILE_TYPES: Mapping[int, str] = MappingProxyType({
+    0: "fp32", 1: "fp16", 2: "q4_0", 7: "q8_0", 10: "q2_k", 12: "q3_k_m", 15: "q4_k_m",
+    17: "q5_k_m", 18: "q6_k", 32: "bf16", 38: "mxfp4",  # 38: MOSTLY_MXFP4_MOE (gpt-oss)
+})
+
+# GGUF metadata value types -> struct code (8 string and 9 array are handled apart).
+_SCALARS: Mapping[int, str] = MappingProxyType({
+    0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d",
+})
+_TYPE_NAMES = {0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32",
+               7: "bool", 8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64"}
+_MAX_DECODED_NUMBERS = 4096  # per-layer arrays (head counts, window flags) stay decoded
+_MAX_DECODED_STRINGS = 64  # vocabularies and merges do not
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class GGUFArray:
+    """A metadata array left undecoded (a vocabulary, scores): its element type and length."""
+
+    item_type: str
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+
+@dataclass(frozen=True)
+class GGUFInfo:
+    architecture: str
+    metadata: Mapping[str, Any]
+    tensors: tuple[tuple[str, tuple[int, ...], str], ...]  # (name, dims innermost first, ggml type)
+    file_type: int | None
+    weights_bytes: float
+    tensor_type_counts: Mapping[str, int]
+    version: int = 3
+    data_offset: int = 0
+
+    @property
+    def weight_format(self) -> str | None:
+        return FILE_TYPES.get(self.file_type) if self.file_type is not None else None
+
+    def tensor(self, name: str) -> tuple[int, ...] | None:
+        for n, shape, _ in self.tensors:
+            if n == name:
+                return shape
+        return None
+
+
+class _Reader:
+    def __init__(self, buf: mmap.mmap | bytes, where: str):
+        self.buf = buf
+        self.size = len(buf)
+        self.off = 0
+        self.where = where
+
+    def _need(self, n: int) -> int:
+        start = self.off
+        if n < 0 or start + n > self.size:
+            raise VazaoError(f"{self.where}: truncated GGUF header at offset {start}")
+        self.off = start + n
+        return start
+
+    def u32(self) -> int:
+        return _U32.unpack_from(self.buf, self._need(4))[0]
+
+    def u64(self) -> int:
+        return _U64.unpack_from(self.buf, self._need(8))[0]
+
+    def string(self) -> str:
+        n = self.u64()
+        start = self._need(n)
+        return bytes(self.buf[start:start + n]).decode("utf-8", errors="replace")
+
+    def skip_strings(self, count: int) -> None:
+        # a vocabulary holds ~10^5 strings: walk the lengths without building them
+        buf, size, off, unpack = self.buf, self.size, self.off, _U64.unpack_from
+        for _ in range(count):
+            if off + 8 > size:
+                break
+            off += 8 + unpack(buf, off)[0]
+        else:
+            if off <= size:
+                self.off = off
+                return
+        raise VazaoError(f"{self.where}: truncated GGUF header at offset {min(off, size)}")
+
+    def value(self, vtype: int) -> Any:
+        code = _SCALARS.get(vtype)
+        if code is not None:
+            fmt = "<" + code
+            return struct.unpack_from(fmt, self.buf, self._need(struct.calcsize(fmt)))[0]
+        if vtype == 8:
+            return self.string()
+        if vtype == 9:
+            return self.array()
+        raise VazaoError(f"{self.where}: unknown GGUF value type {vtype} at offset {self.off - 4}")
+
+    def array(self) -> Any:
+        item = self.u32()
+        count = self.u64()
+        code = _SCALARS.get(item)
+        if code is not None:
+            width = struct.calcsize("<" + code)
+            if count * width > self.size - self.off:
+                raise VazaoError(f"{self.where}: truncated GGUF header at offset {self.off}")
+            start = self._need(count * width)
+            if count <= _MAX_DECODED_NUMBERS:
+                return struct.unpack_from(f"<{count}{code}", self.buf, start)
+            return GGUFArray(_TYPE_NAMES[item], count)
+        if item == 8:
+            if count <= _MAX_DECODED_STRINGS:
+                return tuple(self.string() for _ in range(count))
+            self.skip_strings(count)
+            return GGUFArray("string", count)
+        if item == 9:
+            for _ in range(count):
+                self.array()
+            return GGUFArray("array", count)
+        raise VazaoError(f"{self.where}: unknown GGUF array type {item} at offset {self.off - 12}")
+
+
+def _tensor_bytes(dims: tuple[int, ...], ggml_type: int) -> float | None:
+    spec = GGML_TYPES.get(ggml_type)
+    if spec is None:
+        return None
+    _, elems, nbytes = spec
+    return math.prod(dims) * nbytes / elems
+
+
+def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
+    r = _Reader(buf, where)
+    if r.size < 4 or bytes(buf[:4]) != MAGIC:
+        raise VazaoError(f"{where}: not a GGUF file (magic {bytes(buf[:4])!r})")
+    r.off = 4
+    version = r.u32()
+    if version not in (2, 3):
+        if int.from_bytes(version.to_bytes(4, "little"), "big") in (2, 3):
+            raise VazaoError(f"{where}: big-endian GGUF files are not supported")
+        raise VazaoError(f"{where}: unsupported GGUF version {version} (2 and 3 are read)")
+    n_tensors = r.u64()
+    n_kv = r.u64()
+    metadata: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = r.string()
+        metadata[key] = r.value(r.u32())
+    tensors = []
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.u32()
+        if n_dims > 8:
+            raise VazaoError(f"{where}: tensor {name!r} claims {n_dims} dimensions: corrupt GGUF header")
+        dims = tuple(r.u64() for _ in range(n_dims))
+        ggml_type = r.u32()
+        offset = r.u64()
+        tensors.append((name, dims, ggml_type, offset))
+    alignment = metadata.get("general.alignment", 32)
+    if not isinstance(alignment, int) or alignment <= 0:
+        alignment = 32
+    data_offset = -(-r.off // alignment) * alignment
+
+    sizes = [_tensor_bytes(dims, t) for _, dims, t, _ in tensors]
+    if all(s is not None for s in sizes):
+        weights = float(sum(sizes))  # type: ignore[arg-type]
+        ends = (data_offset + off + s for (_, _, _, off), s in zip(tensors, sizes, strict=True))
+        end = max(ends, default=data_offset)
+        if end > r.size:
+            raise VazaoError(f"{where}: truncated GGUF: tensor data ends at byte {int(end)}, file has {r.size}"
+                             " bytes")
+    else:
+        weights = float(max(r.size - data_offset, 0))  # a type newer than this table: the data section
+    names = [GGML_TYPES.get(t, (f"TYPE_{t}",))[0] for _, _, t, _ in tensors]
+    file_type = metadata.get("general.file_type")
+    return GGUFInfo(
+        architecture=str(metadata.get("general.architecture", "")),
+        metadata=MappingProxyType(metadata),
+        tensors=tuple((n, dims, tn) for (n, dims, _, _), tn in zip(tensors, names, strict=True)),
+        file_type=int(file_type) if isinstance(file_type, int) else None,
+        weights_bytes=weights,
+        tensor_type_counts=MappingProxyType(dict(Counter(names))),
+        version=version,
+        data_offset=data_offset,
+    )
+
+
+def read_gguf(path: str | Path) -> GGUFInfo:
+    """Parse the header of a .gguf file; the tensor data is never read."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                raise VazaoError(f"{p}: not a GGUF file (empty)")
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return _parse(mm, str(p))
+    except FileNotFoundError:
+        raise VazaoError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise VazaoError(f"{p}: is a folder, not a GGUF file") from None
+    except OSError as exc:
+        raise VazaoError(f"{p}: cannot read ({exc})") from None
+
+
+def parse_gguf_bytes(data: bytes, where: str = "<bytes>") -> GGUFInfo:
+    """Parse a GGUF header held in memory (tests, or a header fetched on its own)."""
+    return _parse(data, where)
+
+
+# ---- GGUF metadata -> ModelArch ----------------------------------------------------------------
+def _num(md: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    v = md.get(key, default)
+    if isinstance(v, tuple):  # per-layer values (OpenELM, hybrids): size for the widest layer
+        v = max((x for x in v if isinstance(x, (int, float))), default=default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return default
+    return int(v)
+
+
+def _sliding_layers(md: Mapping[str, Any], arch: str, layers: int) -> int:
+    pattern = md.get(f"{arch}.attention.sliding_window_pattern")
+    if isinstance(pattern, tuple):
+        return sum(1 for x in pattern if x)
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
+        return layers - layers // pattern
+    if arch.startswith("gemma3"):
+        return layers - layers // 6  # five local layers for each global one
+    if arch in ("gemma2", "gpt-oss"):
+        return (layers + 1) // 2  # every other layer, from layer 0
+    return layers
+
+
+def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | None = None) -> ModelArch:
+    """The architecture a GGUF header describes ({arch}.block_count, .embedding_length, …)."""
+    md, arch = info.metadata, info.architecture
+    where = str(path) if path else "GGUF"
+    if not arch:
+        raise VazaoError(f"{where}: GGUF metadata lacks 'general.architecture'")
+
+    def need(key: str) -> int:
+        v = _num(md, f"{arch}.{key}")
+        if v is None:
+            raise VazaoError(f"{where}: GGUF metadata lacks '{arch}.{key}'")
+        return v
+
+    layers = need("block_count")
+    hidden = need("embedding_length")
+    heads = need("attention.head_count")
+    kv_heads = _num(md, f"{arch}.attention.head_count_kv") or heads
+    context = _num(md, f"{arch}.context_length") or 0
+
+    names = {t[0] for t in info.tensors}
+    embd = info.tensor("token_embd.weight")
+    vocab = (
+        (embd[1] if embd and len(embd) >= 2 else None)
+        or _num(md, f"{arch}.vocab_size")
+        or len(md.get("tokenizer.ggml.tokens", ()))
+    )
+    if not vocab:
+        raise VazaoError(f"{where}: no token_embd.weight tensor and no vocabulary in the GGUF metadata")
+
+    kv_lora = _num(md, f"{arch}.attention.kv_lora_rank") or 0
+    key_len = _num(md, f"{arch}.attention.key_length_mla") or _num(md, f"{arch}.attention.key_length")
+    rope_dim = _num(md, f"{arch}.rope.dimension_count") or 0
+    if kv_lora:
+        v_len = (_num(md, f"{arch}.attention.value_length_mla")
+                 or _num(md, f"{arch}.attention.value_length") or 0)
+        mla = {
+            "kv_lora_rank": kv_lora,
+            "q_lora_rank": _num(md, f"{arch}.attention.q_lora_rank") or 0,
+            "qk_rope_head_dim": rope_dim,
+            "qk_nope_head_dim": (key_len or 0) - rope_dim,
+            "v_head_dim": v_len,
+        }
+    else:
+        mla = {}
+    head_dim = key_len or hidden // heads
+
+    experts = _num(md, f"{arch}.expert_count") or 0
+    ffn = _num(md, f"{arch}.feed_forward_length") or 0
+    moe = {}
+    if experts:
+        moe = {
+            "num_experts": experts,
+            "experts_per_token": _num(md, f"{arch}.expert_used_count") or 1,
+            "num_shared_experts": _num(md, f"{arch}.expert_shared_count") or 0,
+            "moe_intermediate_size": _num(md, f"{arch}.expert_feed_forward_length") or ffn,
+            "first_dense_layers": _num(md, f"{arch}.leading_dense_block_count") or 0,
+        }
+
+    window = _num(md, f"{arch}.attention.sliding_window") or 0
+    if window and context and window >= context:
+        window = 0
+    window_layers = _sliding_layers(md, arch, layers) if window else 0
+
+    has_gate = any(".ffn_gate" in n for n in names)
+    has_up = any(".ffn_up" in n for n in names)
+    label = name or str(md.get("general.name") or (Path(path).stem if path else arch))
+    try:
+        return ModelArch(
+            name=label,
+            num_layers=layers,
+            hidden_size=hidden,
+            num_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate_size=ffn,
+            vocab_size=int(vocab),
+            max_context=context,
+            tie_word_embeddings="output.weight" not in names,
+            gated_mlp=has_gate or not has_up,
+            qkv_bias="blk.0.attn_q.bias" in names or "blk.0.attn_qkv.bias" in names,
+            sliding_window=window if window_layers else 0,
+            sliding_window_layers=window_layers,
+            family=arch,
+            source=f"GGUF header of {Path(path).name}" if path else "GGUF header",
+            **moe,
+            **mla,
+        )
+    except ValueError as exc:
+        raise VazaoError(f"{where}: {exc}") from None
