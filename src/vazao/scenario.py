@@ -12,6 +12,13 @@ def default_format(acc) -> str:
     return "bf16" if acc.native("bf16") else "fp16"
 
 
+def default_engine(acc, origin: str = "catalog") -> str:
+    """llama.cpp for GGUF files and for hardware vLLM does not run on (Apple, CPUs); vLLM otherwise."""
+    if origin.startswith("gguf") or acc.vendor not in ("nvidia", "amd"):
+        return "llama.cpp"
+    return "vllm"
+
+
 def deployment_for(
     model: str,
     gpu: str,
@@ -20,7 +27,7 @@ def deployment_for(
     count: int = 1,
     tp: int | None = None,
     pp: int = 1,
-    engine: str = "vllm",
+    engine: str | None = None,
     ideal: bool = False,
     strict: bool = True,
 ) -> Deployment:
@@ -30,7 +37,7 @@ def deployment_for(
     acc = get_accelerator(gpu)
     chosen = fmt or loaded.weight_format or default_format(acc)
     exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
-    if engine == "vllm" and loaded.origin == "gguf":
-        engine = "llama.cpp"
+    if engine is None:
+        engine = default_engine(acc, loaded.origin)
     return make_deployment(loaded.arch, acc, chosen, kv, count=count, tp=tp, pp=pp, engine=engine,
                            ideal=ideal, weights_bytes_override=exact, strict=strict)

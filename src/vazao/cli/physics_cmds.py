@@ -19,7 +19,9 @@ FMT = typer.Option(None, "--format", "-f", help="Weight format (bf16, fp8, int4-
 KV = typer.Option("fp16", "--kv", help="KV-cache format (fp16, bf16, fp8, int8, q4).")
 TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp).")
 PP = typer.Option(1, "--pp", help="Pipeline-parallel stages.")
-ENGINE = typer.Option("vllm", "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp, naive, ideal.")
+ENGINE = typer.Option(None, "--engine", "-e",
+                      help="Engine profile: vllm, sglang, trtllm, llama.cpp, naive, ideal "
+                      "(default: llama.cpp for GGUF files, Apple and CPUs; vllm otherwise).")
 IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
 JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 

@@ -85,7 +85,8 @@ def free_bytes_per_gpu(dep, memory_bytes=None):
     """What is left per GPU for the KV cache; negative when the weights themselves do not fit.
     `memory_bytes` may be an array over accelerators (grid sweeps); default: the deployment's GPU."""
     mem = dep.accelerator.memory_bytes if memory_bytes is None else memory_bytes
-    return mem * dep.engine.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - dep.weights_bytes / dep.gpus_per_replica
+    weights = dep.weights_bytes / dep.gpus_per_replica
+    return mem * dep.engine.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - weights
 
 
 def kv_bytes_per_sequence_per_gpu(dep, context: int) -> float:
