@@ -82,3 +82,30 @@ def test_bad_input_exit_2_one_line(args, needle):
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
     assert needle.lower() in res.output.lower()
+
+
+def test_incomplete_config_names_the_field(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}))
+    res = runner.invoke(app, ["fit", str(p), "--gpu", "h100"])
+    assert res.exit_code == 2
+    assert "num_hidden_layers" in res.output and "Traceback" not in res.output
+
+
+def test_not_a_gguf_and_truncated_gguf(tmp_path, gemma_gguf):
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"PK\x03\x04 not a gguf at all" * 10)
+    res = runner.invoke(app, ["estimate", str(bad), "--gpu", "rtx-4090"])
+    assert res.exit_code == 2 and "gguf" in res.output.lower()
+    cut = tmp_path / "cut.gguf"
+    with open(gemma_gguf, "rb") as fh:
+        cut.write_bytes(fh.read(4096))
+    res = runner.invoke(app, ["estimate", str(cut), "--gpu", "rtx-4090"])
+    assert res.exit_code == 2 and "truncated" in res.output.lower()
+
+
+def test_gguf_estimate_uses_its_format_and_llama_cpp(gemma_gguf):
+    d = run_json("estimate", str(gemma_gguf), "--gpu", "rtx-4090", "--batch", "1")
+    assert d["format"] == "q4_k_m" and d["engine"] == "llama.cpp"
+    # The GGUF's own tensor bytes (≈ 247 MB), not a bits-per-weight estimate.
+    assert 0.2e9 < d["fit"]["weights_bytes"] < 0.26e9
