@@ -83,12 +83,37 @@ class Latency:
     p99: float | None
 
     @classmethod
-    def of(cls, values: Iterable[float] | np.ndarray) -> Latency:
+    def of(cls, values: Iterable[float] | np.ndarray, weights: Iterable[int] | np.ndarray | None = None) -> Latency:
+        """Mean and percentiles; with integer `weights`, exactly those of each value repeated that
+        many times (np.percentile's linear rule), without building the repeated array."""
         arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
+        if weights is not None:
+            return cls._weighted(arr, np.asarray(weights if isinstance(weights, np.ndarray) else list(weights),
+                                                 dtype=np.int64))
         if arr.size == 0:
             return cls(None, None, None, None, None)
         p = np.percentile(arr, PERCENTILES)
         return cls(float(arr.mean()), *(float(x) for x in p))
+
+    @classmethod
+    def _weighted(cls, arr: np.ndarray, w: np.ndarray) -> Latency:
+        keep = w > 0
+        arr, w = arr[keep], w[keep]
+        if arr.size == 0:
+            return cls(None, None, None, None, None)
+        order = np.argsort(arr, kind="stable")
+        v, w = arr[order], w[order]
+        cum = np.cumsum(w)
+        n = int(cum[-1])
+        out = []
+        for p in PERCENTILES:
+            pos = p / 100.0 * (n - 1)
+            lo = math.floor(pos)
+            hi = min(lo + 1, n - 1)
+            v_lo = v[np.searchsorted(cum, lo, side="right")]
+            v_hi = v[np.searchsorted(cum, hi, side="right")]
+            out.append(float(v_lo + (v_hi - v_lo) * (pos - lo)))
+        return cls(float(np.dot(v, w) / n), *out)
 
     def get(self, name: str) -> float | None:
         return getattr(self, name)
@@ -181,11 +206,13 @@ def summarize(
     slo: SLO | None = None,
     duration_s: float | None = None,
     itl_gaps: np.ndarray | None = None,
+    itl_weights: np.ndarray | None = None,
 ) -> RunSummary:
     """Percentiles and throughputs over a run's records.
 
     duration_s defaults to first arrival → last completion. `itl_gaps` lets a producer that does
-    not keep per-record gaps (the simulator, for memory) pass the pooled gaps directly."""
+    not keep per-record gaps (the simulator, for memory) pass the pooled gaps directly, and
+    `itl_weights` how many times each gap occurred (one engine step's gap is shared by its batch)."""
     ok = [r for r in records if r.ok]
     errors = len(records) - len(ok)
     if duration_s is None:
@@ -213,7 +240,7 @@ def summarize(
         errors=errors,
         duration_s=float(duration_s),
         ttft_s=Latency.of([r.ttft_s for r in ok]),
-        itl_s=Latency.of(itl_gaps),
+        itl_s=Latency.of(itl_gaps, itl_weights),
         tpot_s=Latency.of([t for r in ok if (t := r.tpot_s) is not None]),
         e2e_s=Latency.of([r.e2e_s for r in ok]),
         request_throughput_per_s=rate(len(ok)),

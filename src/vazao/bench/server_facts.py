@@ -1,0 +1,131 @@
+"""What the server says about itself, kept next to the run: /v1/models, identifying response
+headers, llama.cpp's /props, vLLM's /version, and Prometheus /metrics (vLLM, SGLang, llama.cpp
+with --metrics) before and after the run, so the server's own token counters can be set against
+the client's.
+
+Nothing here sends or stores the API key: only response headers are kept, and of those only the
+ones that identify the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import Any
+
+import aiohttp
+
+__all__ = ["collect", "metrics_delta", "parse_prometheus", "scrape_metrics"]
+
+_KEEP_HEADERS = ("server", "x-powered-by", "via", "x-request-id", "openai-model", "openai-version",
+                 "openai-processing-ms", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
+_METRIC_PREFIXES = ("vllm:", "sglang:", "llamacpp:", "tgi_", "fake:")
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNaN]+)")
+_FETCH_TIMEOUT = aiohttp.ClientTimeout(total=5)
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Samples of the serving engines' metric families, label sets summed per name (histogram
+    buckets dropped: _sum and _count are kept)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        name = m.group(1)
+        if not name.startswith(_METRIC_PREFIXES) or name.endswith("_bucket"):
+            continue
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            continue
+        out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def metrics_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:
+    """after − before for counters (names ending _total, _sum, _count)."""
+    if not before or not after:
+        return {}
+    return {k: after[k] - before.get(k, 0.0) for k in after
+            if k.endswith(("_total", "_sum", "_count")) and after[k] != before.get(k, 0.0)}
+
+
+async def _get(session: aiohttp.ClientSession, url: str, headers: dict) -> tuple[int | None, Any, dict]:
+    try:
+        async with session.get(url, headers=headers, timeout=_FETCH_TIMEOUT) as resp:
+            kept = {k.lower(): v for k, v in resp.headers.items() if k.lower() in _KEEP_HEADERS}
+            if resp.status != 200:
+                return resp.status, None, kept
+            ctype = resp.headers.get("Content-Type", "")
+            if "json" in ctype:
+                return resp.status, await resp.json(content_type=None), kept
+            return resp.status, (await resp.content.read(2 * 2**20)).decode("utf-8", "replace"), kept
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return None, None, {}
+
+
+async def scrape_metrics(session: aiohttp.ClientSession, root_url: str, headers: dict) -> dict[str, float] | None:
+    status, body, _ = await _get(session, root_url + "/metrics", headers)
+    if status != 200 or not isinstance(body, str):
+        return None
+    parsed = parse_prometheus(body)
+    return parsed or None
+
+
+def _summarize_models(body: Any) -> list[dict]:
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+        return []
+    keep = ("id", "owned_by", "max_model_len", "root", "meta")
+    return [{k: m[k] for k in keep if k in m} for m in body["data"][:20] if isinstance(m, dict)]
+
+
+async def collect(session: aiohttp.ClientSession, base_url: str, root_url: str, headers: dict) -> dict:
+    """Everything the server offers about itself; absent endpoints are simply left out."""
+    models_task = _get(session, base_url.rstrip("/") + "/models", headers)
+    props_task = _get(session, root_url + "/props", headers)
+    version_task = _get(session, root_url + "/version", headers)
+    metrics_task = scrape_metrics(session, root_url, headers)
+    (m_status, m_body, m_headers), (p_status, p_body, _), (v_status, v_body, _), metrics = await asyncio.gather(
+        models_task, props_task, version_task, metrics_task)
+    facts: dict[str, Any] = {"models_status": m_status, "headers": m_headers}
+    models = _summarize_models(m_body)
+    if models:
+        facts["models"] = models
+    if p_status == 200 and isinstance(p_body, dict):  # llama.cpp server
+        keep = ("total_slots", "chat_template", "build_info", "model_path", "n_ctx")
+        facts["props"] = {k: p_body[k] for k in keep if k in p_body}
+        with contextlib.suppress(AttributeError, TypeError):
+            facts["props"]["n_ctx"] = p_body["default_generation_settings"]["n_ctx"]
+        if "chat_template" in facts["props"]:
+            facts["props"]["chat_template"] = str(facts["props"]["chat_template"])[:200]
+    if v_status == 200 and v_body is not None:
+        facts["version"] = v_body if not isinstance(v_body, str) else v_body[:200]
+    facts["engine"] = _guess_engine(facts, metrics)
+    if metrics:
+        facts["metrics_before"] = metrics
+    return facts
+
+
+def _guess_engine(facts: dict, metrics: dict | None) -> str | None:
+    names = " ".join(metrics or {})
+    if "vllm:" in names:
+        return "vllm"
+    if "sglang:" in names:
+        return "sglang"
+    if "llamacpp:" in names or "props" in facts:
+        return "llama.cpp"
+    owners = {m.get("owned_by") for m in facts.get("models", [])}
+    server = facts.get("headers", {}).get("server", "")
+    if "vllm" in owners:
+        return "vllm"
+    if "llamacpp" in owners or "llama.cpp" in server:
+        return "llama.cpp"
+    if "me" in owners and server == "uvicorn":
+        return "llama-cpp-python"
+    if server:
+        return server
+    return None

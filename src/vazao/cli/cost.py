@@ -1,0 +1,482 @@
+"""vazao prices | bill | cost | prefix | budget: the cost side. Parse → one library call → render."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+
+from vazao.budget import analytic_summary, check_budget, load_budget, read_run, simulated_summary
+from vazao.catalog.hardware import accelerators, get_accelerator
+from vazao.catalog.prices import all_prices, get_price, load_prices, usd_str
+from vazao.cli.app import app, console, emit_json
+from vazao.cost.agent import AgentTask, bill_agent
+from vazao.cost.breakeven import bill_workload, break_even, choose_count
+from vazao.cost.conversation import Conversation, bill_conversation, levers
+from vazao.cost.ledger import TokenLedger, bill_requests, line, make_bill
+from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
+from vazao.cost.price_import import convert, dump_prices, read_litellm
+from vazao.cost.selfhost import (
+    analytic_throughput,
+    gpu_rate,
+    parse_utilisation,
+    selfhost_cost,
+    simulated_throughput,
+    throughput_from_summary,
+    to_decimal,
+)
+from vazao.cost.training import training_cost
+from vazao.cost.usage import bill_usage
+from vazao.errors import VazaoError
+from vazao.report import cost_console as R
+from vazao.results import SLO
+from vazao.units import parse_count, parse_duration
+
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+PRICE = typer.Option(..., "--price", "-p", help="API price id or alias (see `vazao prices`).")
+PRICES_FILE = typer.Option(None, "--prices", help="Extra prices YAML (e.g. from `vazao prices import`).")
+CACHE = typer.Option(None, "--cache", help="Prompt caching with this TTL's write price: 5m, 1h, default …")
+BATCH = typer.Option(False, "--batch", help="Bill at the batch endpoint's prices.")
+PER_DAY = typer.Option(None, "--per-day", help="Also show the bill for this many per day.")
+FMT = typer.Option(None, "--format", "-f", help="Weight format (default bf16, fp16 before Ampere).")
+ENGINE = typer.Option("vllm", "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp …")
+SLO_OPT = typer.Option(None, "--slo", help="Latency limits the throughput must meet, "
+                       "e.g. ttft_p95=500ms,tpot_p95=50ms.")
+UTIL = typer.Option("1", "--utilisation", "-u", help="Share of paid GPU hours at full SLO throughput (0–1].")
+WORKLOAD = typer.Option(None, "--workload", "-w", help="Workload YAML or built-in name (chat, support, …).")
+INPUT = typer.Option(None, "--input", "-i", help="Prompt tokens per request (instead of a workload).")
+OUTPUT = typer.Option(None, "--output", "-o", help="Output tokens per request (instead of a workload).")
+ANALYTIC = typer.Option(False, "--analytic", help="Use the closed-form model, not the simulator.")
+
+
+def _extra(prices_file: Path | None):
+    return load_prices(prices_file) if prices_file else None
+
+
+def _price(name: str, prices_file: Path | None):
+    return get_price(name, _extra(prices_file))
+
+
+# ---- prices -----------------------------------------------------------------------------------
+prices_app = typer.Typer(help="API price tables (in/out/cache/batch/long-context, with as_of).",
+                         invoke_without_command=True)
+app.add_typer(prices_app, name="prices")
+
+
+@prices_app.callback(invoke_without_command=True)
+def prices_cmd(
+    ctx: typer.Context,
+    provider: str = typer.Option(None, "--provider", help="Only this provider (anthropic, openai, google …)."),
+    gpus: bool = typer.Option(False, "--gpus", help="GPU rental $/h instead (from the accelerator catalog)."),
+    prices_file: Path = PRICES_FILE,
+    json_out: bool = JSON,
+) -> None:
+    """The catalog of API prices, USD per million tokens (--gpus: GPU rental per hour)."""
+    if ctx.invoked_subcommand:
+        return
+    if gpus:
+        rented = [a for a in accelerators().values() if a.usd_per_hour is not None]
+        if json_out:
+            emit_json({"gpus": [{"id": a.id, "name": a.name, "usd_per_hour": str(to_decimal(a.usd_per_hour)),
+                                 "source": a.price_source, "as_of": a.price_as_of} for a in rented]})
+        else:
+            console.print(R.gpu_rental_table(rented))
+        return
+    tables = [t for t in all_prices(_extra(prices_file)) if not provider or t.provider == provider.lower()]
+    if provider and not tables:
+        raise VazaoError(f"no prices for provider {provider!r}")
+    if json_out:
+        emit_json({"prices": [t.to_json() for t in tables]})
+        return
+    console.print(R.prices_table(tables))
+
+
+@prices_app.command("import")
+def prices_import_cmd(
+    path: str = typer.Argument(None, help="litellm's model_prices_and_context_window_backup.json "
+                               "(default: the one inside an installed litellm)."),
+    from_litellm: bool = typer.Option(False, "--from-litellm", help="Read litellm's price JSON format."),
+    out: Path = typer.Option(None, "--out", help="Write the YAML here (default: stdout)."),
+    provider: list[str] = typer.Option([], "--provider", help="Only these litellm providers (repeatable)."),
+    as_of: str = typer.Option(None, "--as-of", help="as_of stamped on every entry (default: today)."),
+    json_out: bool = JSON,
+) -> None:
+    """Convert a price file to vazao's prices format (use it with --prices FILE)."""
+    if not from_litellm:
+        raise VazaoError("say which format to import: --from-litellm")
+    data, src = read_litellm(path)
+    entries, skipped = convert(data, as_of or _dt.date.today().isoformat(), provider)
+    text = dump_prices(entries, f"# Imported from {src} by `vazao prices import --from-litellm`.")
+    if out:
+        out.write_text(text, encoding="utf-8")
+    if json_out:
+        emit_json({"source": str(src), "imported": len(entries), "skipped": skipped,
+                   "out": str(out) if out else None})
+    elif out:
+        console.print(f"{len(entries):,} price tables written to {out} ({skipped:,} entries without text-token "
+                      f"prices skipped)", highlight=False)
+    else:
+        typer.echo(text, nl=False)
+
+
+# ---- bills ------------------------------------------------------------------------------------
+bill_app = typer.Typer(help="API bills: requests, conversations, agents, usage logs.", no_args_is_help=True)
+app.add_typer(bill_app, name="bill")
+
+
+def _show_bill(bill, title: str, json_out: bool, per_day: int | None, extra: dict | None = None,
+               after=None) -> None:
+    if per_day is not None and per_day < 0:
+        raise VazaoError("--per-day must be non-negative")
+    per_day_usd = bill.total_usd * per_day if per_day is not None else None
+    if json_out:
+        d = bill.to_json()
+        if per_day is not None:
+            d["per_day"] = per_day
+            d["per_day_usd"] = usd_str(per_day_usd)
+        emit_json({**d, **(extra or {})})
+        return
+    console.print(R.bill_table(bill, title))
+    R.print_lines(console, R.bill_footer(bill, per_day, per_day_usd))
+    if after:
+        after()
+
+
+@bill_app.command("request")
+def bill_request_cmd(
+    price: str = PRICE,
+    input_tokens: int = typer.Option(0, "--input", "-i", help="New (uncached) prompt tokens."),
+    cached: int = typer.Option(0, "--cached", help="Prompt tokens read from the cache."),
+    cache_write: int = typer.Option(0, "--cache-write", help="Prompt tokens written to the cache."),
+    output_tokens: int = typer.Option(0, "--output", "-o", help="Visible output tokens."),
+    reasoning: int = typer.Option(0, "--reasoning", help="Reasoning (thinking) tokens, billed as output."),
+    count: int = typer.Option(1, "--count", "-n", help="Identical requests."),
+    cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+) -> None:
+    """One request's bill from its token ledger."""
+    table = _price(price, prices_file)
+    led = TokenLedger(new_input=input_tokens, cache_read=cached, cache_write=cache_write, output=output_tokens,
+                      reasoning=reasoning)
+    bill = make_bill(table, [line(table, "request", led, count, batch, cache)], batch, cache)
+    _show_bill(bill, f"Request on {table.id}", json_out, None)
+
+
+@bill_app.command("conversation")
+def bill_conversation_cmd(
+    price: str = PRICE,
+    system: int = typer.Option(..., "--system", help="Tokens of system prompt and static policy text."),
+    turns: int = typer.Option(..., "--turns", help="Turns per conversation."),
+    user: int = typer.Option(..., "--user", help="Tokens per user message."),
+    reply: int = typer.Option(..., "--reply", help="Tokens per reply."),
+    reasoning: int = typer.Option(0, "--reasoning", help="Reasoning tokens per turn (billed as output)."),
+    cache: str = CACHE, batch: bool = BATCH, per_day: int = PER_DAY, prices_file: Path = PRICES_FILE,
+    json_out: bool = JSON,
+) -> None:
+    """A conversation whose history is re-sent each turn; --cache caches the system prompt."""
+    table = _price(price, prices_file)
+    conv = Conversation(system=system, turns=turns, user=user, reply=reply, reasoning=reasoning)
+    bill = bill_conversation(conv, table, cache, batch)
+    lv = levers(conv, table, cache, batch)
+    _show_bill(bill, f"Conversation on {table.id}: {turns} turns", json_out, per_day,
+               {"levers": [x.to_json() for x in lv]}, after=lambda: console.print(R.levers_table(lv)))
+
+
+@bill_app.command("agent")
+def bill_agent_cmd(
+    price: str = PRICE,
+    calls: int = typer.Option(..., "--calls", help="LLM calls per agent."),
+    context: int = typer.Option(..., "--context", help="Prompt tokens per call."),
+    reply: int = typer.Option(..., "--reply", help="Output tokens per call."),
+    agents: int = typer.Option(1, "--agents", help="Agents per task."),
+    cached_context: int = typer.Option(0, "--cached-context", help="Leading prompt tokens stable across an "
+                                       "agent's calls (cached with --cache)."),
+    reasoning: int = typer.Option(0, "--reasoning", help="Reasoning tokens per call (billed as output)."),
+    cache: str = CACHE, batch: bool = BATCH, per_day: int = PER_DAY, prices_file: Path = PRICES_FILE,
+    json_out: bool = JSON,
+) -> None:
+    """An agentic task: agents × calls × (context + reply)."""
+    table = _price(price, prices_file)
+    task = AgentTask(calls=calls, context=context, reply=reply, agents=agents, cached_context=cached_context,
+                     reasoning=reasoning)
+    bill = bill_agent(task, table, cache, batch)
+    _show_bill(bill, f"Agent task on {table.id}: {agents} × {calls} calls", json_out, per_day,
+               {"tokens_per_agent": task.tokens_per_agent, "tokens_per_task": task.tokens_per_task},
+               after=lambda: console.print(f"{task.tokens_per_agent:,} tokens per agent, "
+                                           f"{task.tokens_per_task:,} per task", highlight=False))
+
+
+@bill_app.command("usage")
+def bill_usage_cmd(
+    log: Path = typer.Argument(..., help="JSONL of usage objects (OpenAI chat/responses or Anthropic)."),
+    price: str = PRICE, cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE,
+    json_out: bool = JSON,
+) -> None:
+    """Bill a log of real requests; malformed lines are counted and reported, the rest billed."""
+    table = _price(price, prices_file)
+    ub = bill_usage(log, table, batch, cache)
+    if json_out:
+        emit_json(ub.to_json())
+        return
+    _show_bill(ub.bill, f"Usage log {log.name} on {table.id}", False, None)
+    R.print_lines(console, R.malformed_lines(ub.malformed, ub.malformed_lines))
+
+
+# ---- self-hosted, break-even, training ---------------------------------------------------------
+cost_app = typer.Typer(help="Self-hosted $/Mtok, break-even against an API, training cost.",
+                       no_args_is_help=True)
+app.add_typer(cost_app, name="cost")
+
+
+def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | None):
+    """(mean input, mean output, mean cached prefix, Workload, plan or None) of a workload file, or a
+    fixed-length workload built from --input/--output (what the simulator needs)."""
+    from vazao.workload import load_workload, workload_from_dict
+
+    if workload:
+        w = load_workload(workload)
+        plan = w.plan()
+        if not plan:
+            raise VazaoError(f"workload {workload} plans no requests")
+        return (round(statistics.fmean(r.prompt_tokens for r in plan)),
+                round(statistics.fmean(r.output_tokens for r in plan)),
+                round(statistics.fmean(r.prefix_tokens for r in plan)), w, plan)
+    if input_tokens is None or output_tokens is None:
+        raise VazaoError("give --workload, or both --input and --output tokens per request")
+    if input_tokens < 1 or output_tokens < 1:
+        raise VazaoError("--input and --output must be positive")
+    w = workload_from_dict({"arrival": {"kind": "concurrency", "concurrency": 1}, "prompt": input_tokens,
+                            "output": output_tokens, "requests": 200},
+                           name=f"fixed {input_tokens} in / {output_tokens} out")
+    return input_tokens, output_tokens, 0, w, None
+
+
+def _deployment(model: str, gpu: str, count: int, fmt: str | None, engine: str):
+    from vazao.scenario import deployment_for
+
+    return deployment_for(model, gpu, fmt, count=count, engine=engine)
+
+
+def _cost(dep, usd_per_hour: str | None, util: str, tp):
+    rate, rate_src = gpu_rate(dep.accelerator, usd_per_hour)
+    return selfhost_cost(dep.label(), dep.count, rate, rate_src, tp, util)
+
+
+def _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, slo) -> int:
+    """The GPU count (1, 2, 4, 8) with the lowest $/request on the analytic model."""
+    _deployment(model, gpu, 1, fmt, engine)  # an unknown model, GPU or format fails here, not as "no fit"
+
+    def build(n: int):
+        try:
+            dep = _deployment(model, gpu, n, fmt, engine)
+            c = _cost(dep, usd_per_hour, util, analytic_throughput(dep, inp, out, slo, cached))
+        except VazaoError:
+            return None
+        return c if c.usd_per_request is not None else None
+
+    return choose_count(build).gpus
+
+
+def _selfhost(model, gpu, count, fmt, engine, usd_per_hour, util, w, inp, out, cached, slo,
+              measured: Path | None, analytic: bool):
+    """Self-hosted cost; throughput from a measured run, else the simulator, else the analytic model."""
+    if count is None:
+        if measured is not None:
+            raise VazaoError("with --measured, say how many GPUs served the run (--count)")
+        count = _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, slo)
+    dep = _deployment(model, gpu, count, fmt, engine)
+    tp = None
+    if measured is not None:
+        tp = throughput_from_summary(read_run(measured), "measured", f"run {measured}")
+    elif not analytic:
+        tp = simulated_throughput(dep, w, slo)
+    if tp is None:
+        tp = analytic_throughput(dep, inp, out, slo, cached)
+    return _cost(dep, usd_per_hour, util, tp)
+
+
+def _has_simulator() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vazao.sim") is not None
+
+
+@cost_app.command("selfhost")
+def cost_selfhost_cmd(
+    model: str = typer.Argument(..., help="Catalog name, config.json or .gguf."),
+    gpu: str = typer.Option(..., "--gpu", "-g", help="Accelerator id."),
+    count: int = typer.Option(None, "--count", "-n", help="GPUs (default: the cheapest per request of 1, 2, 4, 8)."),
+    usd_per_hour: str = typer.Option(None, "--usd-per-hour", help="$/GPU-hour (default: the GPU catalog's)."),
+    workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    measured: Path = typer.Option(None, "--measured", help="Take throughput from a `vazao bench` JSON run."),
+    utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
+    json_out: bool = JSON,
+) -> None:
+    """$/Mtok of a self-hosted deployment at the throughput that meets the SLO."""
+    utilisation = parse_utilisation(utilisation)
+    if measured is not None and workload is None and (input_tokens is None or output_tokens is None):
+        inp = out = cached = None  # the run brings its own throughput; no request shape needed
+        w = None
+    else:
+        inp, out, cached, w, _plan = _shape(workload, input_tokens, output_tokens)
+    s = SLO.parse(slo) if slo else None
+    c = _selfhost(model, gpu, count, fmt, engine, usd_per_hour, utilisation, w, inp, out, cached, s, measured,
+                  analytic)
+    if json_out:
+        emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
+                   **c.to_json()})
+        return
+    R.print_lines(console, R.selfhost_lines(c))
+
+
+@cost_app.command("breakeven")
+def cost_breakeven_cmd(
+    model: str = typer.Argument(..., help="Catalog name, config.json or .gguf."),
+    price: str = PRICE,
+    gpus: str = typer.Option("h100-sxm,a100-sxm-80gb", "--gpus", help="Comma-separated accelerator ids."),
+    count: int = typer.Option(None, "--count", "-n", help="GPUs per deployment (default: cheapest of 1, 2, 4, 8)."),
+    workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    cache: str = CACHE, utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
+    prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+) -> None:
+    """Traffic above which self-hosting beats an API price, per GPU type."""
+    table = _price(price, prices_file)
+    utilisation = parse_utilisation(utilisation)
+    inp, out, cached, w, plan = _shape(workload, input_tokens, output_tokens)
+    s = SLO.parse(slo) if slo else None
+    if plan is not None:
+        api = bill_workload(plan, table, cache)
+        per_request = api.total_usd / api.requests
+    else:
+        api = bill_requests(table, [("request", TokenLedger(new_input=inp, output=out))], cache_ttl=None)
+        per_request = api.total_usd
+    rows = []
+    for gpu in [g.strip() for g in gpus.split(",") if g.strip()]:
+        c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
+        rows.append(break_even(c, get_accelerator(gpu).id, table.id, per_request, inp + out))
+    if json_out:
+        emit_json({"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
+                   "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
+                   "slo": dict(s.limits) if s else None, "rows": [r.to_json() for r in rows]})
+        return
+    console.print(R.breakeven_table(rows, table.id, per_request))
+
+
+@cost_app.command("train")
+def cost_train_cmd(
+    params: str = typer.Option(..., "--params", help="Parameters: 7e9, 7B, 70B."),
+    tokens: str = typer.Option(..., "--tokens", help="Training tokens: 1e12, 1T, 500B."),
+    gpu: str = typer.Option(..., "--gpu", "-g", help="Accelerator id."),
+    mfu: float = typer.Option(0.4, "--mfu", help="Model FLOPs utilisation: achieved / dense peak."),
+    gpus: int = typer.Option(1, "--gpus", help="GPUs in the run (sets the wall-clock time only)."),
+    usd_per_hour: str = typer.Option(None, "--usd-per-hour", help="$/GPU-hour (default: the GPU catalog's)."),
+    lora: bool = typer.Option(False, "--lora", help="LoRA fine-tune: frozen base, ≈ 4·N·D FLOPs."),
+    dtype: str = typer.Option(None, "--dtype", help="Peak to use (default: bf16/fp16)."),
+    json_out: bool = JSON,
+) -> None:
+    """Training cost: 6·N·D FLOPs over peak × MFU, in GPU-hours and dollars."""
+    tc = training_cost(parse_count(params), parse_count(tokens), get_accelerator(gpu), mfu, usd_per_hour,
+                       gpus, lora, dtype)
+    if json_out:
+        emit_json(tc.to_json())
+        return
+    R.print_lines(console, R.training_lines(tc))
+
+
+# ---- prefix advisor ---------------------------------------------------------------------------
+@app.command("prefix")
+def prefix_cmd(
+    requests_file: Path = typer.Argument(..., help="JSONL of requests (chat messages, prompts, batch lines)."),
+    price: str = PRICE,
+    unit: str = typer.Option("token", "--unit", help="Compare prompts by token (approximate) or char."),
+    block: int = typer.Option(None, "--block", help="Cache block size in units (default 16 tokens / 64 chars)."),
+    min_cacheable: int = typer.Option(1024, "--min-cacheable", help="Shortest prefix a provider caches, tokens."),
+    cache: str = typer.Option(None, "--cache", help="Cache TTL: its write price and, with timestamps, expiry "
+                              "(default: the price's first TTL, 5 minutes)."),
+    tokenizer: Path = typer.Option(None, "--tokenizer", help="A tokenizer.json for exact token counts."),
+    chars_per_token: float = typer.Option(4.0, "--chars-per-token", help="With --unit char: chars per token."),
+    prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+) -> None:
+    """Find the longest static prefix, the cache hit rate, savings and what breaks the prefix."""
+    table = _price(price, prices_file)
+    reqs, malformed, bad = read_requests(requests_file)
+    ttl_s = 300.0
+    if cache and cache != "default":
+        ttl_s = parse_duration(cache)
+    encode = tokenizer_from_file(tokenizer) if tokenizer else None
+    report = analyze(reqs, table, unit=unit, block=block, min_cacheable_tokens=min_cacheable, ttl_s=ttl_s,
+                     cache_ttl=cache, chars_per_token=chars_per_token, encode=encode)
+    report = replace(report, malformed=malformed, malformed_lines=tuple(bad))
+    if json_out:
+        emit_json(report.to_json())
+        return
+    R.print_lines(console, R.prefix_lines(report))
+    if report.volatile:
+        console.print(R.volatile_table(report.volatile))
+    R.print_lines(console, [f"[bold]advice:[/] {a}" for a in report.advice])
+    R.print_lines(console, [f"[dim]note: {n}[/]" for n in report.notes])
+    R.print_lines(console, R.malformed_lines(malformed, bad))
+
+
+# ---- budgets ----------------------------------------------------------------------------------
+budget_app = typer.Typer(help="Per-task budgets: cost, margin and latency, as a CI gate.", no_args_is_help=True)
+app.add_typer(budget_app, name="budget")
+
+
+@budget_app.command("check")
+def budget_check_cmd(
+    budget_file: Path = typer.Argument(..., help="Budget YAML (see examples/budget.yaml)."),
+    measured: list[str] = typer.Option([], "--measured", help="A `vazao bench` JSON run for every task, or "
+                                       "TASK=PATH for one task (repeatable)."),
+    simulate: bool = typer.Option(False, "--simulate", help="Check latency against a simulated deployment "
+                                  "(--model, --gpu)."),
+    model: str = typer.Option(None, "--model", help="With --simulate: the model served."),
+    gpu: str = typer.Option(None, "--gpu", "-g", help="With --simulate: the accelerator."),
+    count: int = typer.Option(1, "--count", "-n", help="With --simulate: GPUs."),
+    concurrency: int = typer.Option(1, "--concurrency", help="With --simulate: requests in flight."),
+    fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
+    strict: bool = typer.Option(False, "--strict", help="A latency limit nothing checks is a miss."),
+    prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+) -> None:
+    """Cost per task, margin and latency against the budget; exit 1 when any task misses."""
+    budget = load_budget(budget_file, _extra(prices_file))
+    per_task, all_tasks = {}, None
+    for m in measured:
+        name, sep, path = m.partition("=")
+        if sep and not Path(m).exists():
+            per_task[name] = Path(path)
+        elif all_tasks is None:
+            all_tasks = Path(m)
+        else:
+            raise VazaoError("give one --measured PATH for every task, or TASK=PATH per task")
+    sim_fn, label = None, "simulated"
+    if simulate:
+        if not model or not gpu:
+            raise VazaoError("--simulate needs --model and --gpu")
+        if concurrency < 1:
+            raise VazaoError("--concurrency must be a positive integer")
+        from vazao.scenario import deployment_for
+
+        dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
+
+        use_sim = not analytic
+
+        def sim_fn(task):
+            summary = simulated_summary(dep, task.tokens_per_call, concurrency) if use_sim else None
+            return summary or analytic_summary(dep, task.tokens_per_call, concurrency)
+
+        kind = "simulated" if use_sim and _has_simulator() else "analytic"
+        label = f"{kind}: {dep.label()} at concurrency {concurrency}"
+    result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        console.print(R.budget_table(result))
+        R.print_lines(console, [f"[dim]latency: {t.name} ← {t.latency_source}[/]"
+                                for t in result.tasks if t.latency_source])
+        R.print_lines(console, [f"[yellow]note:[/] {n}" for n in result.notes])
+    if not result.passed:
+        raise typer.Exit(1)
+

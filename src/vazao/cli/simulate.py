@@ -1,0 +1,167 @@
+"""vazao simulate: a model on N accelerators serving a workload, engine step by engine step.
+
+JSON (--json): {"summary": RunSummary, "sim": {...}, "deployment", "workload", "config", ...};
+with --compare also "variants": [{"name": "batching=static", "summary", "throughput_ratio", "sim"}]
+and "summary" is the first variant's; with a --rate or --concurrency list, "points":
+[{"rate" | "concurrency": x, "summary", "sim"}] and "summary" is the last point's (as vazao bench).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from vazao.catalog.models import load_model
+from vazao.cli.app import app, console, emit_json, parse_int_list
+from vazao.errors import VazaoError
+from vazao.report.sim_console import points_table, result_lines, summary_table, timeline_table, variants_table
+from vazao.results import SLO, write_jsonl
+from vazao.scenario import deployment_for
+from vazao.sim import DisaggConfig, SimConfig, SpecConfig, compare, simulate, sweep
+from vazao.sim.config import parse_compare
+from vazao.sim.stats import thin
+from vazao.units import parse_bandwidth, parse_duration
+from vazao.workload import load_workload
+
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise VazaoError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
+    if not values or any(not v > 0 for v in values):
+        raise VazaoError(f"{what} must be positive numbers, got {text!r}")
+    return values
+
+
+def _positive(**values) -> None:
+    for name, v in values.items():
+        if v is not None and v <= 0:
+            raise VazaoError(f"--{name.replace('_', '-')} must be positive, got {v}")
+
+
+def _spec(k: int | None, alpha: float | None, draft: str | None, ratio: float | None) -> SpecConfig | None:
+    if k is None and alpha is None and draft is None and ratio is None:
+        return None
+    if k is None or alpha is None:
+        raise VazaoError("speculative decoding needs both --spec-k and --spec-alpha")
+    if draft is not None and ratio is not None:
+        raise VazaoError("give --spec-draft (a draft model) or --spec-draft-ratio, not both")
+    return SpecConfig(k, alpha, load_model(draft).arch if draft else None, ratio)
+
+
+@app.command("simulate")
+def simulate_cmd(
+    model: str = typer.Argument(..., help="Catalog name (llama-3.1-8b), a config.json path, or a .gguf file."),
+    gpu: str = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, a100-sxm-80gb…)."),
+    count: int = typer.Option(1, "--count", "-n", help="Number of accelerators (replicas = count / (tp × pp))."),
+    fmt: str = typer.Option(None, "--format", "-f", help="Weight format (default: the file's own, else bf16)."),
+    kv: str = typer.Option("fp16", "--kv", help="KV-cache format."),
+    tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp)."),
+    pp: int = typer.Option(1, "--pp", help="Pipeline-parallel stages."),
+    engine: str = typer.Option("vllm", "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive."),
+    ideal: bool = typer.Option(False, "--ideal", help="Physical limit: efficiencies 1, no overheads."),
+    workload: str = typer.Option("chat", "--workload", "-w",
+                                 help="Built-in (chat, rag, batch, agent, summarize, support) or a YAML file."),
+    requests: int = typer.Option(None, "--requests", help="Requests to simulate (overrides the workload)."),
+    rate: str = typer.Option(None, "--rate", "-r", help="Poisson requests/s; a list (2,4,8) sweeps a curve."),
+    concurrency: str = typer.Option(None, "--concurrency", "-c", help="Closed loop; a list (1,4,16) sweeps."),
+    seed: int = typer.Option(None, "--seed", help="Random seed (overrides the workload)."),
+    duration: str = typer.Option(None, "--duration", "-d", help="Stop sending after this long, e.g. 10m."),
+    compare_axes: list[str] = typer.Option(None, "--compare", help="AXIS=V1,V2 (repeatable): batching, kv, prefix, "
+                                           "chunked, engine, max_seqs, budget, block, max_context, spec, disagg."),
+    slo: str = typer.Option(None, "--slo", help="Goodput SLO, e.g. ttft_p95=500ms,tpot_p95=50ms."),
+    max_context: int = typer.Option(None, "--max-context", help="Tokens per sequence the engine allows "
+                                    "(and reserves, under the reserved layout); default: the model's."),
+    batching: str = typer.Option(None, "--batching", help="static | continuous (default: the engine's)."),
+    kv_layout: str = typer.Option(None, "--kv-layout", help="paged | reserved (default: the engine's)."),
+    max_seqs: int = typer.Option(None, "--max-seqs", help="Sequences per step (max_num_seqs)."),
+    max_batched_tokens: int = typer.Option(None, "--max-batched-tokens", help="Token budget per step."),
+    block_size: int = typer.Option(None, "--block-size", help="KV block size in tokens."),
+    prefix_cache: bool = typer.Option(None, "--prefix-cache/--no-prefix-cache", help="Prefix caching."),
+    chunked: bool = typer.Option(None, "--chunked-prefill/--no-chunked-prefill", help="Chunked prefill."),
+    spec_k: int = typer.Option(None, "--spec-k", help="Speculative decoding: draft tokens per step."),
+    spec_alpha: float = typer.Option(None, "--spec-alpha", help="Speculative decoding: acceptance rate α."),
+    spec_draft: str = typer.Option(None, "--spec-draft", help="Draft model (catalog name or config.json)."),
+    spec_draft_ratio: float = typer.Option(None, "--spec-draft-ratio",
+                                           help="Draft pass cost / target decode step (default 0.05)."),
+    disagg: str = typer.Option(None, "--disagg", help="Disaggregated PREFILL:DECODE replicas, e.g. 1:1."),
+    kv_link: str = typer.Option(None, "--kv-link", help="KV transfer bandwidth per GPU (default: interconnect)."),
+    max_queue: int = typer.Option(None, "--max-queue", help="Stop (with a warning) when this many requests wait "
+                                  "on one replica: an arrival rate far above capacity (default 100,000)."),
+    records: Path = typer.Option(None, "--records", help="Write every simulated RequestRecord to this JSONL file."),
+    timeline: bool = typer.Option(False, "--timeline", help="Show KV use and preemptions over time."),
+    json_out: bool = JSON,
+) -> None:
+    """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
+    speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model."""
+    _positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
+              max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue)
+    rates = _floats(rate, "--rate") if rate else []
+    concs = parse_int_list(concurrency, "--concurrency") if concurrency else []
+    if rates and concs:
+        raise VazaoError("give --rate or --concurrency, not both")
+    axes = parse_compare(compare_axes or [])
+    sweeping = len(rates) > 1 or len(concs) > 1
+    if axes and sweeping:
+        raise VazaoError("--compare runs one traffic level; give a single --rate/--concurrency with it")
+    slo_obj = SLO.parse(slo) if slo else None
+    w = load_workload(workload, requests=requests, seed=seed,
+                      duration_s=parse_duration(duration) if duration else None,
+                      rate=rates[0] if len(rates) == 1 else None,
+                      concurrency=concs[0] if len(concs) == 1 else None)
+    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    link = parse_bandwidth(kv_link) if kv_link else None
+    cfg = SimConfig.from_engine(
+        dep.engine, scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
+        max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
+        chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue,
+        spec=_spec(spec_k, spec_alpha, spec_draft, spec_draft_ratio),
+        disagg=DisaggConfig.parse(disagg, link) if disagg else None)
+
+    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
+            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
+            "deployment": dep.label(), "workload": w.name, "workload_description": w.describe(),
+            "config": cfg.describe()}
+    if slo_obj:
+        head["slo"] = dict(slo_obj.limits)
+    if axes:
+        variants = compare(dep, w, cfg, axes, slo_obj)
+        if records:
+            for v in variants:
+                write_jsonl(records, v.result.records())
+        if json_out:
+            emit_json({**head, "summary": variants[0].result.summary, "variants": variants})
+            return
+        console.print(variants_table(head, variants, slo_obj is not None))
+        for v in variants:
+            for line in v.result.warnings:
+                console.print(f"[yellow]{v.name}: {line}[/]", highlight=False)
+        return
+    if sweeping:
+        points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj)
+        if records:
+            for p in points:
+                write_jsonl(records, p.result.records())
+        if json_out:
+            emit_json({**head, "summary": points[-1].result.summary, "points": points})
+            return
+        console.print(points_table(head, points, slo_obj is not None))
+        for p in points:
+            for line in p.result.warnings:
+                console.print(f"[yellow]{p.kind} {p.value:g}: {line}[/]", highlight=False)
+        return
+    result = simulate(dep, w, cfg, slo_obj)
+    if records:
+        write_jsonl(records, result.records())
+    if json_out:
+        emit_json({**head, "summary": result.summary, "sim": result})
+        return
+    console.print(summary_table(head, result.summary))
+    for line in result_lines(result, slo_obj):
+        console.print(line, highlight=False)
+    if timeline:
+        console.print(timeline_table(thin(result.timeline, 16)))

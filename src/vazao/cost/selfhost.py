@@ -1,0 +1,313 @@
+"""Self-hosted cost: the deployment's $/h over the token throughput it sustains while meeting the SLO.
+
+    $/Mtok = (GPUs × $/GPU-h) / (tokens/s × 3600 × utilisation) × 10⁶
+
+Utilisation is the share of paid hours spent serving at that throughput (1.0: every hour at full
+SLO load; a service that idles at night is lower). Three figures: all GPU time charged to output
+tokens (how "$ per million generated tokens" is usually quoted), blended over input + output, and a
+split that charges input and output by the GPU time their prefill and decode steps take.
+
+Throughput comes from one of three places, always named in the result: a simulated run of the
+workload (the simulator, when this build has it), a measured run (`vazao bench` JSON), or the
+analytic model: estimate.max_load_throughput without an SLO, and with one the largest batch whose
+TPOT, TTFT and E2E (mean lengths, no queueing) are within every limit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_UP, Decimal
+
+from vazao.catalog.prices import money, share_str, usd_str
+from vazao.errors import VazaoError
+from vazao.estimate import decode_cost, max_load_throughput
+from vazao.physics.memory import fit
+from vazao.physics.step import BatchShape, step_cost
+from vazao.results import SLO, RunSummary
+
+MICRO = Decimal("0.000001")
+SOURCES = ("simulated", "measured", "analytic")
+
+
+def to_decimal(x: float) -> Decimal:
+    """A physical estimate (float) entering money arithmetic: its shortest exact decimal text."""
+    return Decimal(repr(float(x)))
+
+
+@dataclass(frozen=True)
+class Throughput:
+    requests_per_s: float
+    input_tokens_per_s: float
+    output_tokens_per_s: float
+    source: str  # simulated | measured | analytic
+    detail: str
+    input_time_share: float | None = None  # share of GPU time spent on prefill, when known
+    batch: int | None = None
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def throughput_from_summary(summary: RunSummary, source: str = "measured", detail: str = "") -> Throughput:
+    """Tokens/s of a run. When the run carries goodput under an SLO, only the requests that met it
+    count: the cost is per token of a good request."""
+    rps = summary.request_throughput_per_s
+    out = summary.output_tokens_per_s
+    inp = max(0.0, summary.total_tokens_per_s - out)
+    note = detail
+    if summary.goodput_requests_per_s is not None and rps > 0:
+        good = summary.goodput_requests_per_s / rps
+        out, inp, rps = out * good, inp * good, summary.goodput_requests_per_s
+        note = (note + "; " if note else "") + f"goodput: {good:.0%} of requests met the SLO"
+    return Throughput(rps, inp, out, source, note)
+
+
+def _limits_met(slo: SLO, p: Point) -> bool:
+    return all(p.metric(key.split("_", 1)[0]) <= limit for key, limit in slo.limits.items())
+
+
+@dataclass(frozen=True)
+class Point:
+    """The analytic steady state of one replica serving `batch` sequences of one request shape."""
+
+    batch: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    output_tokens_per_s: float  # all replicas
+    input_time_share: float
+
+    def metric(self, name: str) -> float:
+        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.tpot_s, "e2e": self.e2e_s}[name]
+
+
+def max_batch(dep, input_tokens: int, output_tokens: int) -> int:
+    """Sequences one replica holds: KV capacity and the engine's max_num_seqs."""
+    f = fit(dep, input_tokens + output_tokens)
+    return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.max_num_seqs)
+
+
+def analytic_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_tokens: int = 0) -> Point:
+    """Each request's cycle is output × (decode step at `batch`) plus `batch` prefills, each charged
+    at its marginal time as in estimate.max_load_throughput; TPOT = cycle / output; TTFT = own
+    prefill (of the uncached prompt tokens) + one decode step; E2E = TTFT + (output − 1) × TPOT."""
+    if input_tokens < 1 or output_tokens < 1 or batch < 1:
+        raise VazaoError("input tokens, output tokens and batch must be positive")
+    cached = min(cached_tokens, input_tokens - 1)
+    pf = step_cost(dep, BatchShape.prefill(1, input_tokens - cached, cached))
+    t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
+    t_dec = decode_cost(dep, batch, input_tokens + output_tokens // 2).time_s
+    cycle = output_tokens * t_dec + batch * t_pf
+    tpot = cycle / output_tokens
+    ttft = pf.time_s + t_dec
+    return Point(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
+                 batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle)
+
+
+def analytic_throughput(dep, input_tokens: int, output_tokens: int, slo: SLO | None = None,
+                        cached_tokens: int = 0) -> Throughput:
+    """Steady-state throughput on the analytic model. Without an SLO: estimate.max_load_throughput
+    (the same cycle at the largest batch memory allows). With one: the largest batch whose
+    analytic_point meets every limit (a percentile limit is compared with the point value).
+    cached_tokens: prompt tokens the engine's prefix cache serves (ignored when it has none)."""
+    if input_tokens < 1 or output_tokens < 1:
+        raise VazaoError("input and output tokens per request must be positive")
+    bmax = max_batch(dep, input_tokens, output_tokens)
+    if bmax < 1:
+        return Throughput(0.0, 0.0, 0.0, "analytic", f"does not fit: {fit(dep, input_tokens + output_tokens).reason}",
+                          None, 0)
+    cached = cached_tokens if dep.engine.prefix_caching else 0
+    if slo is None and not cached:
+        out_tps, batch = max_load_throughput(dep, input_tokens, output_tokens)
+        p = analytic_point(dep, input_tokens, output_tokens, bmax)
+        detail = f"analytic max-load (estimate.max_load_throughput): batch {batch}, no SLO"
+    elif slo is None:
+        p = analytic_point(dep, input_tokens, output_tokens, bmax, cached)
+        out_tps, batch = p.output_tokens_per_s, bmax * dep.replicas
+        detail = f"analytic max-load: batch {bmax} per replica, {cached:,} prompt tokens from the prefix cache, no SLO"
+    else:
+        p1 = analytic_point(dep, input_tokens, output_tokens, 1, cached)
+        if not _limits_met(slo, p1):
+            return Throughput(0.0, 0.0, 0.0, "analytic",
+                              f"the SLO is missed even at batch 1 (TTFT {p1.ttft_s:.3g} s, TPOT {p1.tpot_s:.3g} s)",
+                              None, 0)
+        lo, hi = 1, bmax
+        while lo < hi:  # TPOT and TTFT grow with the batch: the largest b that meets the SLO
+            mid = (lo + hi + 1) // 2
+            if _limits_met(slo, analytic_point(dep, input_tokens, output_tokens, mid, cached)):
+                lo = mid
+            else:
+                hi = mid - 1
+        p = analytic_point(dep, input_tokens, output_tokens, lo, cached)
+        out_tps, batch = p.output_tokens_per_s, lo * dep.replicas
+        detail = (f"analytic under SLO: batch {lo} of {bmax} per replica (TTFT {p.ttft_s:.3g} s, "
+                  f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing)")
+    rps = out_tps / output_tokens
+    return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch)
+
+
+@dataclass(frozen=True)
+class SelfHostCost:
+    deployment: str
+    gpus: int
+    usd_per_gpu_hour: Decimal
+    usd_per_gpu_hour_source: str
+    utilisation: Decimal
+    throughput: Throughput
+    usd_per_hour: Decimal
+    usd_per_mtok_output: Decimal | None  # all GPU time charged to output tokens
+    usd_per_mtok_blended: Decimal | None  # per million input + output tokens
+    usd_per_mtok_input_split: Decimal | None  # by GPU time share
+    usd_per_mtok_output_split: Decimal | None
+    usd_per_request: Decimal | None
+
+    def to_json(self) -> dict:
+        def s(x: Decimal | None) -> str | None:
+            return None if x is None else usd_str(x)
+
+        return {
+            "deployment": self.deployment,
+            "gpus": self.gpus,
+            "usd_per_gpu_hour": s(self.usd_per_gpu_hour),
+            "usd_per_gpu_hour_source": self.usd_per_gpu_hour_source,
+            "usd_per_hour": s(self.usd_per_hour),
+            "utilisation": share_str(self.utilisation),
+            "throughput_source": self.throughput.source,
+            "throughput": self.throughput.to_json(),
+            "usd_per_mtok_output": s(self.usd_per_mtok_output),
+            "usd_per_mtok_blended": s(self.usd_per_mtok_blended),
+            "usd_per_mtok_input_split": s(self.usd_per_mtok_input_split),
+            "usd_per_mtok_output_split": s(self.usd_per_mtok_output_split),
+            "usd_per_request": s(self.usd_per_request),
+        }
+
+
+def gpu_rate(acc, usd_per_hour: Decimal | str | None) -> tuple[Decimal, str]:
+    """$/GPU-hour: the given figure, else the accelerator catalog's rental price (with its as_of)."""
+    if usd_per_hour is not None:
+        return money(usd_per_hour, "--usd-per-hour"), "given"
+    if acc.usd_per_hour is None:
+        raise VazaoError(f"{acc.name} has no rental price in the catalog; pass --usd-per-hour")
+    return to_decimal(acc.usd_per_hour), f"catalog: {acc.price_source or acc.source} ({acc.price_as_of or acc.as_of})"
+
+
+def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:
+    if tokens_per_s <= 0:
+        return None
+    per_hour = to_decimal(tokens_per_s) * 3600 * util
+    return (usd_per_hour / per_hour * 1_000_000).quantize(MICRO, rounding=ROUND_HALF_UP)
+
+
+def parse_utilisation(value: Decimal | str) -> Decimal:
+    """The share of paid hours at full SLO throughput, in (0, 1]."""
+    try:
+        util = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except ArithmeticError:
+        util = None
+    if util is None or not util.is_finite() or not 0 < util <= 1:
+        raise VazaoError(f"--utilisation is the share of paid hours at full SLO load, in (0, 1]; got {value!r}")
+    return util
+
+
+def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source: str, tp: Throughput,
+                  utilisation: Decimal | str = "1") -> SelfHostCost:
+    util = parse_utilisation(utilisation)
+    if gpus < 1:
+        raise VazaoError("GPU count must be positive")
+    usd_h = usd_per_gpu_hour * gpus
+    out = _per_mtok(usd_h, tp.output_tokens_per_s, util)
+    blended = _per_mtok(usd_h, tp.output_tokens_per_s + tp.input_tokens_per_s, util)
+    split_in = split_out = None
+    if tp.input_time_share is not None and tp.input_tokens_per_s > 0 and tp.output_tokens_per_s > 0:
+        s = to_decimal(tp.input_time_share)
+        split_in = _per_mtok(usd_h * s, tp.input_tokens_per_s, util)
+        split_out = _per_mtok(usd_h * (1 - s), tp.output_tokens_per_s, util)
+    per_req = None
+    if tp.requests_per_s > 0:
+        per_req = (usd_h / (to_decimal(tp.requests_per_s) * 3600 * util)).quantize(MICRO / 1000,
+                                                                                   rounding=ROUND_HALF_UP)
+    return SelfHostCost(label, gpus, usd_per_gpu_hour, rate_source, util, tp, usd_h, out, blended,
+                        split_in, split_out, per_req)
+
+
+# ---- where throughput comes from ---------------------------------------------------------------
+MAX_BISECT = 6
+MIN_REQUESTS = 100
+REQUESTS_PER_SLOT = 4
+
+
+def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput | None:
+    """The workload's capacity on the discrete-event simulator (vazao.sim), None when this build has
+    no simulator. The workload runs closed-loop: without an SLO at the engine's max_num_seqs per
+    replica (saturation); with one, at the highest concurrency whose run meets every limit (doubling,
+    then bisecting). The input/output time split comes from the analytic model at the simulated mean
+    batch."""
+    if simulate is None:
+        try:
+            from vazao.sim import simulate
+        except ImportError:
+            return None
+    top = max(1, dep.engine.max_num_seqs * dep.replicas)
+    runs: dict[int, object] = {}
+
+    def run(c: int):
+        if c not in runs:
+            # Enough requests for a p95 without thousands at low concurrency; the first c (all sent
+            # at t = 0, a burst no steady state has) are warm-up and left out of the summary.
+            n = max(MIN_REQUESTS, REQUESTS_PER_SLOT * c)
+            w = replace(workload.with_overrides(concurrency=c, requests=n + c), warmup=c)
+            runs[c] = simulate(dep, w, slo=slo)
+        return runs[c]
+
+    if slo is None:
+        best_c, best = top, run(top)
+    else:
+        # start where the analytic model puts the SLO batch, then double or halve, then bisect
+        plan = workload.plan() if workload.bounded else []
+        guess = 1
+        if plan:
+            mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
+            mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
+            guess = max(1, analytic_throughput(dep, mean_in, mean_out, slo).batch or 1)
+        c = min(top, guess)
+        good, bad = None, None
+        if slo.met_by(run(c).summary):
+            good = c
+            while good < top:
+                c = min(top, good * 2)
+                if not slo.met_by(run(c).summary):
+                    bad = c
+                    break
+                good = c
+        else:
+            bad = c
+            while bad > 1:
+                c = bad // 2
+                if slo.met_by(run(c).summary):
+                    good = c
+                    break
+                bad = c
+        if good is None:
+            return Throughput(0.0, 0.0, 0.0, "simulated",
+                              f"simulated {workload.name}: the SLO is missed even at concurrency 1", None, 0)
+        for _ in range(MAX_BISECT):
+            if bad is None or bad - good <= 1:
+                break
+            mid = (good + bad) // 2
+            if slo.met_by(run(mid).summary):
+                good = mid
+            else:
+                bad = mid
+        best_c, best = good, run(good)
+    s = best.summary
+    share = None
+    done = max(1, s.requests - s.errors)
+    mean_in, mean_out = round(s.prompt_tokens / done), round(s.output_tokens / done)
+    if mean_in >= 1 and mean_out >= 1 and best.mean_batch >= 1:
+        share = analytic_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
+    limits = "no SLO (saturated)" if slo is None else "meets " + ", ".join(slo.limits)
+    detail = (f"simulated {workload.name}, closed loop at concurrency {best_c}, {limits}: p95 TTFT "
+              f"{s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms, mean batch "
+              f"{best.mean_batch:.0f}")
+    tp = throughput_from_summary(s, "simulated", detail)
+    return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
+                      share, best_c)

@@ -1,0 +1,213 @@
+"""Rich tables for prices, bills, self-hosted cost, break-even, training, the prefix advisor and
+budgets. Renderers format what the library computed; they do no arithmetic on money."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from rich.console import Console
+from rich.table import Table
+
+from vazao.units import fmt_rate
+
+
+def usd(d: Decimal | None, places: int | None = None) -> str:
+    """Dollars for reading: 4 decimals under $1 (6 under a cent), 2 above; exact text stays in --json."""
+    if d is None:
+        return "-"
+    if places is None:
+        a = abs(d)
+        places = 6 if 0 < a < Decimal("0.01") else 4 if a < 1 else 2
+    text = f"{d:,.{places}f}"
+    while places > 4 and text.endswith("0"):  # $0.004800 -> $0.0048
+        text, places = text[:-1], places - 1
+    return f"-${text[1:]}" if text.startswith("-") else f"${text}"
+
+
+def pct(d: Decimal | float | None) -> str:
+    return "-" if d is None else f"{float(d):.1%}"
+
+
+def rate(d: Decimal | None) -> str:
+    return "-" if d is None else f"{d:g}"
+
+
+def print_lines(console: Console, lines: Sequence[str]) -> None:
+    for ln in lines:
+        console.print(ln, highlight=False, soft_wrap=True)
+
+
+# ---- prices -----------------------------------------------------------------------------------
+def prices_table(tables: Sequence) -> Table:
+    t = Table(title="API prices, USD per million tokens", title_justify="left")
+    for col in ("id", "provider", "input", "output", "cache write", "cache read", "batch",
+                "long context", "as of"):
+        t.add_column(col, overflow="fold")
+    for p in tables:
+        b = p.base
+        writes = ", ".join(f"{rate(v)} ({k})" for k, v in b.cache_write.items()) or "= input"
+        long = "; ".join(f">{tier.above_input_tokens:,}: {rate(tier.rates.input)}/{rate(tier.rates.output)}"
+                         for tier in p.tiers[1:]) or "-"
+        disc = p.batch_discount
+        batch = "-" if disc is None else f"-{float(disc):.0%}"
+        t.add_row(p.id, p.provider, rate(b.input), rate(b.output), writes if b.cache_read is not None else "-",
+                  rate(b.cache_read), batch, long, p.as_of)
+    return t
+
+
+def gpu_rental_table(accs: Sequence) -> Table:
+    t = Table(title="GPU rental, USD per GPU-hour (accelerator catalog)", title_justify="left")
+    for col in ("id", "name", "$/h", "source", "as of"):
+        t.add_column(col, overflow="fold")
+    for a in accs:
+        t.add_row(a.id, a.name, f"{a.usd_per_hour:.2f}", a.price_source or "-", a.price_as_of or "-")
+    return t
+
+
+# ---- bills ------------------------------------------------------------------------------------
+def bill_table(bill, title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("", "requests", "new input", "cache read", "cache write", "output", "reasoning", "USD"):
+        t.add_column(col, justify="right" if col else "left")
+    for ln in bill.lines:
+        k = ln.tokens
+        tier = f" [yellow](>{ln.tier_above_tokens:,} tier)[/]" if ln.tier_above_tokens else ""
+        t.add_row(ln.label + tier, f"{ln.requests:,}", f"{k.new_input:,}", f"{k.cache_read:,}",
+                  f"{k.cache_write:,}", f"{k.output:,}", f"{k.reasoning:,}", usd(ln.total_usd))
+    k, c = bill.tokens, bill.charge
+    t.add_row("[bold]total[/]", f"{bill.requests:,}", f"{k.new_input:,}", f"{k.cache_read:,}",
+              f"{k.cache_write:,}", f"{k.output:,}", f"{k.reasoning:,}", f"[bold]{usd(bill.total_usd)}[/]")
+    t.add_row("  USD", "", usd(c.new_input), usd(c.cache_read), usd(c.cache_write), usd(c.output),
+              usd(c.reasoning), "")
+    return t
+
+
+def bill_footer(bill, per_day: int | None = None, per_day_usd: Decimal | None = None) -> list[str]:
+    k = bill.tokens
+    p = bill.price
+    mode = "batch" if bill.batch else "standard"
+    cache = f", cache TTL {bill.cache_ttl}" if bill.cache_ttl else ""
+    lines = [
+        f"price {p.id} ({p.provider}, as of {p.as_of}; {mode}{cache})",
+        f"input {k.prompt_tokens:,} tokens ({k.cache_read:,} cached, {k.cache_write:,} written to cache) "
+        f"= {usd(bill.charge.input_usd)}; output {k.billed_output:,} tokens"
+        + (f" (of which {k.reasoning:,} reasoning)" if k.reasoning else "")
+        + f" = {usd(bill.charge.output_usd)}",
+        f"output is {pct(bill.output_share)} of the bill",
+    ]
+    if per_day is not None and per_day_usd is not None:
+        lines.append(f"× {per_day:,} per day = [bold]{usd(per_day_usd, 2)}[/] per day")
+    lines += [f"[yellow]note:[/] {n}" for n in bill.notes]
+    return lines
+
+
+def levers_table(levers: Sequence) -> Table:
+    t = Table(title="Levers", title_justify="left")
+    for col in ("change", "USD", "saving", "share"):
+        t.add_column(col, justify="left" if col == "change" else "right")
+    for lv in levers:
+        t.add_row(lv.name, usd(lv.total_usd), usd(lv.saving_usd), pct(lv.saving_share))
+    return t
+
+
+def malformed_lines(count: int, items: Sequence[tuple[int, str]]) -> list[str]:
+    if not count:
+        return []
+    out = [f"[yellow]{count} malformed line(s) skipped[/]"]
+    out += [f"  line {n}: {reason}" for n, reason in items]
+    if count > len(items):
+        out.append(f"  … and {count - len(items)} more")
+    return out
+
+
+# ---- self-hosted ------------------------------------------------------------------------------
+def selfhost_lines(c) -> list[str]:
+    tp = c.throughput
+    return [
+        f"[bold]{c.deployment}[/]",
+        f"  price          {usd(c.usd_per_gpu_hour, 2)}/GPU-h × {c.gpus} = {usd(c.usd_per_hour, 2)}/h "
+        f"({c.usd_per_gpu_hour_source})",
+        f"  throughput     {fmt_rate(tp.output_tokens_per_s, 'output tok/s')}, "
+        f"{fmt_rate(tp.input_tokens_per_s, 'input tok/s')}, {fmt_rate(tp.requests_per_s, 'req/s')} "
+        f"[dim]({tp.source}: {tp.detail})[/]",
+        f"  utilisation    {pct(c.utilisation)} of paid hours at that throughput",
+        f"  $/M output     {usd(c.usd_per_mtok_output)}  (all GPU time charged to output tokens)",
+        f"  $/M tokens     {usd(c.usd_per_mtok_blended)}  (input + output, blended)",
+        f"  split by time  {usd(c.usd_per_mtok_input_split)} per M input, {usd(c.usd_per_mtok_output_split)} "
+        f"per M output" + (f" (prefill {pct(tp.input_time_share)} of GPU time)"
+                           if tp.input_time_share is not None else " (needs the analytic model)"),
+        f"  per request    {usd(c.usd_per_request)}",
+    ]
+
+
+def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) -> Table:
+    t = Table(title=f"Break-even against {api_price} ({usd(api_per_request)} per request)", title_justify="left")
+    for col in ("deployment", "$/h", "capacity req/day", "$/request", "$/M out", "throughput from",
+                "break-even req/day", "verdict"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        c = r.selfhost
+        be = "-" if r.breakeven_requests_per_day is None else f"{r.breakeven_requests_per_day:,.0f}"
+        t.add_row(c.deployment, usd(c.usd_per_hour, 2), f"{r.capacity_requests_per_day:,.0f}",
+                  usd(c.usd_per_request), usd(c.usd_per_mtok_output), c.throughput.source, be, r.verdict)
+    return t
+
+
+def training_lines(tc) -> list[str]:
+    kind = "LoRA fine-tune" if tc.lora else "full training"
+    return [
+        f"[bold]{kind}[/]: {tc.params / 1e9:,.3g}B parameters × {tc.tokens / 1e9:,.4g}B tokens "
+        f"× {tc.flops_per_param_token} = {tc.flops:.3g} FLOPs",
+        f"  {tc.gpu}: {tc.peak_flops_per_gpu / 1e12:,.0f} TFLOP/s {tc.dtype} dense × MFU {tc.mfu:.0%} "
+        f"= {tc.achieved_flops_per_s / tc.gpus / 1e12:,.0f} TFLOP/s per GPU",
+        f"  {tc.gpu_hours:,.0f} GPU-hours; {tc.wall_hours:,.0f} h ({tc.wall_hours / 24:,.1f} days) on {tc.gpus} GPU(s)",
+        f"  {usd(tc.usd_per_gpu_hour, 2)}/GPU-h ({tc.usd_per_gpu_hour_source}) → [bold]{usd(tc.usd, 2)}[/]",
+    ] + ([f"  LoRA: {tc.fraction_of_full:.0%} of a full fine-tune's FLOPs on the same tokens"] if tc.lora else [])
+
+
+# ---- prefix advisor ---------------------------------------------------------------------------
+def prefix_lines(r) -> list[str]:
+    c = r.cache
+    lines = [
+        f"[bold]{r.requests:,} requests[/], {r.prompt_tokens:,} prompt tokens ({r.unit}s; blocks of "
+        f"{r.block_units} {r.unit}s; cache TTL {'none' if r.ttl_s is None else f'{r.ttl_s:g} s'})",
+        f"  prefix shared by every request: {r.static_prefix_tokens:,} tokens, "
+        f"ending …{r.static_prefix_tail[-50:]!r}",
+        f"  longest prefix shared by at least half: {r.majority_prefix_tokens:,} tokens "
+        f"({r.majority_requests} requests)",
+        f"  cache hit rate {pct(c.hit_rate)}: {c.cached_tokens:,} tokens read, {c.cache_write_tokens:,} written",
+        f"  input bill under {r.price}: {usd(c.uncached_usd)} uncached → {usd(c.cached_usd)} cached "
+        f"(saves {usd(c.savings_usd)}, {pct(c.savings_share)})",
+    ]
+    if r.after_fix is not None:
+        a = r.after_fix
+        lines.append(f"  with volatile content moved to the end: hit rate {pct(a.hit_rate)}, "
+                     f"{usd(a.cached_usd)} (saves {usd(a.savings_usd)}, {pct(a.savings_share)})")
+    return lines
+
+
+def volatile_table(findings: Sequence) -> Table:
+    t = Table(title="Volatile content that breaks the prefix", title_justify="left")
+    for col in ("kind", "after", "≈ token", "requests", "static tokens after", "examples"):
+        t.add_column(col, overflow="fold")
+    for f in findings:
+        t.add_row(f.kind, repr(f.anchor[-30:]), f"{f.position_tokens:,}", str(f.requests),
+                  f"{f.static_after_tokens:,}", "; ".join(repr(e[:40]) for e in f.examples))
+    return t
+
+
+# ---- budgets ----------------------------------------------------------------------------------
+def budget_table(result) -> Table:
+    t = Table(title="Budget check", title_justify="left")
+    for col in ("task", "price", "cost/task", "margin", "checks", "result"):
+        t.add_column(col, overflow="fold")
+    for task in result.tasks:
+        checks = []
+        for c in task.checks:
+            mark = "[green]✓[/]" if c.ok else "[dim]–[/]" if c.ok is None else "[red]✗[/]"
+            sign = "≥" if c.what == "margin" else "≤"
+            checks.append(f"{mark} {c.what} {c.actual} {sign} {c.limit}")
+        verdict = "[green]pass[/]" if task.passed else "[bold red]FAIL[/]"
+        t.add_row(task.name, task.price, usd(task.cost_usd), usd(task.margin_usd), "\n".join(checks) or "-", verdict)
+    return t

@@ -1,0 +1,99 @@
+"""Rich tables for simulated runs: one summary, --compare variants, --rate/--concurrency points, the KV
+timeline. Renderers format; every number comes computed from the library."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from vazao.results import RunSummary
+from vazao.units import fmt_rate, fmt_seconds
+
+LATENCIES = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
+
+
+def _title(head: dict) -> str:
+    return f"{head['deployment']} · workload {head['workload']} ({head['workload_description']})"
+
+
+def summary_table(head: dict, s: RunSummary) -> Table:
+    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    t.add_column("latency")
+    for col in ("mean", "p50", "p90", "p95", "p99"):
+        t.add_column(col, justify="right")
+    for label, attr in LATENCIES:
+        lat = getattr(s, attr)
+        t.add_row(label, *(fmt_seconds(lat.get(c)) for c in ("mean", "p50", "p90", "p95", "p99")))
+    return t
+
+
+def result_lines(r, slo) -> list[str]:
+    s = r.summary
+    lines = [
+        f"throughput         {fmt_rate(s.request_throughput_per_s)} req/s · {fmt_rate(s.output_tokens_per_s)} "
+        f"output tok/s · {fmt_rate(s.total_tokens_per_s)} total tok/s over {fmt_seconds(s.duration_s)}",
+    ]
+    if s.goodput_requests_per_s is not None:
+        verdict = "[green]met[/]" if slo is not None and slo.met_by(s) else "[red]missed[/]"
+        terms = ", ".join(f"{k}={fmt_seconds(v)}" for k, v in slo.limits.items())
+        lines.append(f"goodput            {fmt_rate(s.goodput_requests_per_s)} req/s within {terms} "
+                     f"(run percentiles: {verdict})")
+    lines += [
+        f"requests           {r.completed:,} completed, {r.errors:,} errors"
+        + (f", {r.unfinished:,} unfinished" if r.unfinished else ""),
+        f"batch              {r.mean_batch:,.1f} sequences per step on average, {r.peak_running:,} running at "
+        f"most; {r.steps:,} steps",
+        f"KV cache           {r.kv_capacity_tokens:,} tokens per replica ({r.kv_blocks_per_replica:,} blocks of "
+        f"{r.block_size}); {r.preemptions:,} preemptions",
+        f"prefill            {r.prefill_tokens:,} of {r.prompt_tokens:,} prompt tokens computed; prefix cache "
+        f"served {r.cache_hit_share:.1%}",
+        f"simulated in       {fmt_seconds(r.wall_s)} ({fmt_rate(r.simulated_requests_per_s)} requests/s)",
+    ]
+    lines += [f"[yellow]warning:[/] {w}" for w in r.warnings]
+    return lines
+
+
+def variants_table(head: dict, variants, goodput: bool) -> Table:
+    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    cols = ["variant", "req/s", "out tok/s", "× first", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95",
+            "E2E p95", "mean batch", "preempt"] + (["goodput"] if goodput else [])
+    for c in cols:
+        t.add_column(c, justify="left" if c == "variant" else "right")
+    for v in variants:
+        s, r = v.result.summary, v.result
+        row = [v.name, fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
+               f"{v.throughput_ratio:.2f}×", fmt_seconds(s.ttft_s.p50), fmt_seconds(s.ttft_s.p95),
+               fmt_seconds(s.tpot_s.p50), fmt_seconds(s.tpot_s.p95), fmt_seconds(s.e2e_s.p95),
+               f"{r.mean_batch:,.1f}", f"{r.preemptions:,}"]
+        if goodput:
+            row.append(fmt_rate(s.goodput_requests_per_s))
+        t.add_row(*row)
+    return t
+
+
+def points_table(head: dict, points, goodput: bool) -> Table:
+    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    kind = points[0].kind if points else "rate"
+    cols = [kind, "req/s", "out tok/s", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95", "E2E p50", "E2E p95",
+            "mean batch"] + (["goodput"] if goodput else [])
+    for c in cols:
+        t.add_column(c, justify="right")
+    for p in points:
+        s, r = p.result.summary, p.result
+        row = [f"{p.value:g}", fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
+               fmt_seconds(s.ttft_s.p50), fmt_seconds(s.ttft_s.p95), fmt_seconds(s.tpot_s.p50),
+               fmt_seconds(s.tpot_s.p95), fmt_seconds(s.e2e_s.p50), fmt_seconds(s.e2e_s.p95),
+               f"{r.mean_batch:,.1f}"]
+        if goodput:
+            row.append(fmt_rate(s.goodput_requests_per_s))
+        t.add_row(*row)
+    return t
+
+
+def timeline_table(points) -> Table:
+    t = Table(title="KV cache over time", title_justify="left")
+    for c in ("t", "KV blocks used", "KV holding tokens", "running", "waiting", "preemptions"):
+        t.add_column(c, justify="right")
+    for p in points:
+        t.add_row(fmt_seconds(p.t_s), f"{p.kv_used:.0%}", f"{p.kv_tokens:.0%}", f"{p.running:,}",
+                  f"{p.waiting:,}", f"{p.preemptions:,}")
+    return t

@@ -1,0 +1,215 @@
+"""Simulator settings: the scheduler and KV settings of an engine preset (engines.yaml), plus the
+optional speculative decoding and disaggregated prefill/decode, and the `--compare` axes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from vazao.catalog.arch import ModelArch
+from vazao.errors import VazaoError
+from vazao.physics.profiles import EngineProfile, get_engine
+
+DEFAULT_DRAFT_RATIO = 0.05  # a draft pass costs 5% of a target decode step unless a draft model is given
+DEFAULT_MAX_WAITING = 100_000  # overload bound: stop when this many requests wait on one replica
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    """Speculative decoding: a draft proposes k tokens, the target verifies them in one pass and keeps
+    each with probability alpha (Leviathan et al., ICML 2023). The draft's cost is a ratio of a target
+    decode step, or the cost-model time of a draft model on the same accelerators."""
+
+    k: int
+    alpha: float
+    draft_model: ModelArch | None = None
+    draft_ratio: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise VazaoError(f"speculative k (draft tokens) must be a positive integer, got {self.k}")
+        if not 0 <= self.alpha <= 1:
+            raise VazaoError(f"speculative alpha (acceptance rate) must be in [0, 1], got {self.alpha}")
+        if self.draft_ratio is not None and self.draft_ratio < 0:
+            raise VazaoError(f"draft cost ratio must not be negative, got {self.draft_ratio}")
+
+    def label(self) -> str:
+        draft = self.draft_model.name if self.draft_model else f"ratio {self.ratio:g}"
+        return f"k={self.k} α={self.alpha:g} draft {draft}"
+
+    @property
+    def ratio(self) -> float:
+        return DEFAULT_DRAFT_RATIO if self.draft_ratio is None else self.draft_ratio
+
+
+@dataclass(frozen=True)
+class DisaggConfig:
+    """Disaggregated serving: `prefill` replicas compute prompts, `decode` replicas generate; each
+    prompt's KV cache crosses the link (bytes/s per GPU, default the accelerator's interconnect)."""
+
+    prefill: int
+    decode: int
+    link_bytes_per_s: float | None = None
+    link_latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.prefill < 1 or self.decode < 1:
+            raise VazaoError(f"disaggregated pools need at least one replica each, got {self.prefill}:{self.decode}")
+
+    @classmethod
+    def parse(cls, text: str, link_bytes_per_s: float | None = None) -> DisaggConfig:
+        try:
+            p, d = (int(x) for x in text.split(":"))
+        except ValueError:
+            raise VazaoError(f"--disagg takes PREFILL:DECODE replica counts, e.g. 1:1, got {text!r}") from None
+        return cls(p, d, link_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    scheduler: str = "continuous"  # static | continuous
+    kv_layout: str = "paged"  # paged | reserved
+    block_size: int = 16
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    prefix_caching: bool = True
+    max_context: int | None = None  # tokens per sequence (engine max_model_len); None: the model's
+    spec: SpecConfig | None = None
+    disagg: DisaggConfig | None = None
+    max_waiting: int = DEFAULT_MAX_WAITING
+    timeline_points: int = 256
+
+    def __post_init__(self) -> None:
+        if self.scheduler not in ("static", "continuous"):
+            raise VazaoError(f"scheduler must be static or continuous, got {self.scheduler!r}")
+        if self.kv_layout not in ("paged", "reserved"):
+            raise VazaoError(f"KV layout must be paged or reserved, got {self.kv_layout!r}")
+        for name in ("block_size", "max_num_seqs", "max_num_batched_tokens", "max_waiting"):
+            if getattr(self, name) < 1:
+                raise VazaoError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.max_context is not None and self.max_context < 2:
+            raise VazaoError(f"max context must be at least 2 tokens, got {self.max_context}")
+
+    @classmethod
+    def from_engine(cls, eng: EngineProfile, **overrides) -> SimConfig:
+        base = cls(scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
+                   max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
+                   chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching)
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+    def describe(self) -> str:
+        parts = [f"{self.scheduler} batching", f"{self.kv_layout} KV (block {self.block_size})",
+                 f"max {self.max_num_seqs} seqs", f"{self.max_num_batched_tokens:,} tokens/step"]
+        parts.append("chunked prefill" if self.chunked_prefill else "whole prefills")
+        parts.append("prefix cache" if self.prefix_caching else "no prefix cache")
+        if self.spec:
+            parts.append(f"speculative {self.spec.label()}")
+        if self.disagg:
+            parts.append(f"disaggregated {self.disagg.prefill}:{self.disagg.decode}")
+        return ", ".join(parts)
+
+
+# ---- --compare axes ------------------------------------------------------------------------------
+def _flag(value: str, axis: str) -> bool:
+    v = value.strip().lower()
+    if v in ("on", "true", "yes", "1"):
+        return True
+    if v in ("off", "false", "no", "0"):
+        return False
+    raise VazaoError(f"--compare {axis}= takes on|off, got {value!r}")
+
+
+def _int(value: str, axis: str) -> int:
+    try:
+        v = int(value)
+    except ValueError:
+        raise VazaoError(f"--compare {axis}= takes positive integers, got {value!r}") from None
+    if v < 1:
+        raise VazaoError(f"--compare {axis}= takes positive integers, got {value!r}")
+    return v
+
+
+def _spec(value: str, current: SpecConfig | None) -> SpecConfig | None:
+    """off | K@ALPHA (e.g. 4@0.8), keeping the current draft."""
+    if value.strip().lower() == "off":
+        return None
+    try:
+        k, a = value.split("@")
+        k_i, a_f = int(k), float(a)
+    except ValueError:
+        raise VazaoError(f"--compare spec= takes off or K@ALPHA (e.g. 4@0.8), got {value!r}") from None
+    draft = current.draft_model if current else None
+    ratio = current.draft_ratio if current else None
+    return SpecConfig(k_i, a_f, draft, ratio)
+
+
+AXES = {
+    "batching": "static | continuous",
+    "kv": "reserved | paged",
+    "prefix": "on | off (prefix caching)",
+    "chunked": "on | off (chunked prefill)",
+    "engine": "an engine preset: vllm, sglang, trtllm, llama.cpp, naive",
+    "max_seqs": "sequences per step",
+    "budget": "tokens per step (max_num_batched_tokens)",
+    "block": "KV block size in tokens",
+    "max_context": "tokens reserved/allowed per sequence",
+    "spec": "off | K@ALPHA",
+    "disagg": "off | PREFILL:DECODE",
+}
+
+
+def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
+    """One `--compare axis=value` applied to (config, deployment); returns the new pair."""
+    if axis == "batching":
+        if value not in ("static", "continuous"):
+            raise VazaoError(f"--compare batching= takes static|continuous, got {value!r}")
+        return replace(cfg, scheduler=value), dep
+    if axis == "kv":
+        if value not in ("reserved", "paged"):
+            raise VazaoError(f"--compare kv= takes reserved|paged, got {value!r}")
+        return replace(cfg, kv_layout=value), dep
+    if axis == "prefix":
+        return replace(cfg, prefix_caching=_flag(value, axis)), dep
+    if axis == "chunked":
+        return replace(cfg, chunked_prefill=_flag(value, axis)), dep
+    if axis == "engine":
+        eng = get_engine(value)
+        if dep.engine.is_ideal is False and dep.accelerator.vendor not in eng.vendors:
+            raise VazaoError(f"engine {eng.name} does not run on {dep.accelerator.vendor} hardware")
+        new = replace(cfg, scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
+                      max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
+                      chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching)
+        return new, replace(dep, engine=eng)
+    if axis == "max_seqs":
+        return replace(cfg, max_num_seqs=_int(value, axis)), dep
+    if axis == "budget":
+        return replace(cfg, max_num_batched_tokens=_int(value, axis)), dep
+    if axis == "block":
+        return replace(cfg, block_size=_int(value, axis)), dep
+    if axis == "max_context":
+        return replace(cfg, max_context=_int(value, axis)), dep
+    if axis == "spec":
+        return replace(cfg, spec=_spec(value, cfg.spec)), dep
+    if axis == "disagg":
+        if value.strip().lower() == "off":
+            return replace(cfg, disagg=None), dep
+        link = cfg.disagg.link_bytes_per_s if cfg.disagg else None
+        return replace(cfg, disagg=DisaggConfig.parse(value, link)), dep
+    raise VazaoError(f"unknown --compare axis {axis!r} (axes: {', '.join(AXES)})")
+
+
+def parse_compare(texts: list[str]) -> list[tuple[str, list[str]]]:
+    """['batching=static,continuous', 'kv=reserved,paged'] → [(axis, values), …]."""
+    out = []
+    for text in texts:
+        if "=" not in text:
+            raise VazaoError(f"--compare takes AXIS=V1,V2 (e.g. batching=static,continuous), got {text!r}")
+        axis, _, vals = text.partition("=")
+        axis = axis.strip().replace("-", "_")
+        values = [v.strip() for v in vals.split(",") if v.strip()]
+        if axis not in AXES:
+            raise VazaoError(f"unknown --compare axis {axis!r} (axes: {', '.join(AXES)})")
+        if not values:
+            raise VazaoError(f"--compare {axis}= needs at least one value")
+        out.append((axis, values))
+    return out

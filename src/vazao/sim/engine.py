@@ -1,0 +1,195 @@
+"""One engine replica: its queue, its running requests, its KV pool, and what a finished step does.
+
+What the next step computes is the scheduler's decision (scheduler.py); how long it takes is
+`step_cost` (physics/step.py). This module applies a finished step: prompt chunks advance
+`computed`, a completed prompt emits its first token and joins the decode cohort, the cohort
+advances and hands back the requests that finished.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from vazao.sim.cohort import DecodeCohort
+from vazao.sim.config import SimConfig
+from vazao.sim.kv_pool import BlockPool
+from vazao.sim.scheduler import Scheduler
+from vazao.sim.sequence import Seq
+from vazao.sim.speculative import SpecModel
+
+
+class Engine:
+    def __init__(self, dep, cfg: SimConfig, num_blocks: int, max_context: int, stats, sink, *,
+                 index: int = 0, role: str = "both"):
+        self.dep = dep
+        self.cfg = cfg
+        self.index = index
+        self.role = role  # both | prefill | decode
+        self.stats = stats
+        self.sink = sink  # the runner: on_finish(engine, seq, now), on_handoff(engine, seq, now)
+        self.bs = cfg.block_size
+        self.paged = cfg.kv_layout == "paged"
+        self.pool = BlockPool(num_blocks, self.bs, caching=cfg.prefix_caching and self.paged)
+        self.max_context = max_context
+        self.reserve_blocks = 0 if self.paged else -(-max_context // self.bs)
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[Seq, None] = {}  # admission order; preemption takes the last
+        self.prefilling: deque[Seq] = deque()  # running requests whose prompt is not all computed
+        self.cohort = DecodeCohort(self.bs)
+        self.spec = SpecModel(cfg.spec, dep) if (cfg.spec and role != "prefill") else None
+        self.scheduler = Scheduler(self)
+        self.busy = False
+        self.step_start = 0.0
+        self.last_step_end = 0.0
+        self.order = 0
+        # the step in flight
+        self.chunks: list[tuple[Seq, int]] = []
+        self.step_a = 1
+        self.step_decoding = 0
+        self.step_counted = 0
+        self.joined_ready: list[Seq] = []
+
+    # ---- capacity --------------------------------------------------------------------------------
+    def outstanding(self) -> int:
+        return len(self.running) + len(self.waiting)
+
+    def reject_reason(self, prompt: int, output: int) -> str | None:
+        """Why a request can never be served here (checked on arrival, like an HTTP 400)."""
+        total = prompt + output
+        if total > self.max_context:
+            return f"prompt + output = {total:,} tokens exceeds the max context of {self.max_context:,}"
+        overshoot = self.cfg.spec.k if self.cfg.spec else 0  # a last speculative step may overrun
+        need = self.reserve_blocks if not self.paged else -(-(total + overshoot) // self.bs)
+        if need > self.pool.num_blocks:
+            held = self.pool.num_blocks * self.bs
+            return (f"needs {need * self.bs:,} tokens of KV cache but a replica holds {held:,}"
+                    if self.paged else
+                    f"reserves {need * self.bs:,} tokens of KV cache per sequence but a replica holds {held:,}")
+        return None
+
+    def blocks_held(self, seq: Seq) -> int:
+        if self.paged and seq.in_cohort:
+            return -(-(seq.base + self.cohort.A) // self.bs)
+        return seq.nblocks
+
+    def kv_tokens(self) -> int:
+        """Tokens whose KV the running requests hold (not counting reservations or cache)."""
+        return self.cohort.context_sum() + sum(s.computed for s in self.prefilling)
+
+    # ---- blocks ----------------------------------------------------------------------------------
+    def release(self, seq: Seq, total_blocks: int, key_tokens: int = 0) -> None:
+        """Give back a request's blocks; first key the full blocks that later requests may hit."""
+        pool, bs = self.pool, self.bs
+        if pool.caching and key_tokens:
+            have = len(seq.blocks)
+            want = min(seq.keyable_blocks(key_tokens, bs), total_blocks)
+            if want > have:
+                ids = pool.identify(want - have)
+                for j, bid in enumerate(ids, start=have):
+                    pool.commit(bid, seq.block_key(j, bs))
+                seq.blocks.extend(ids)
+        pool.free_anonymous(total_blocks - len(seq.blocks))
+        pool.free(reversed(seq.blocks))
+        seq.blocks = []
+        seq.nblocks = 0
+
+    def commit_computed(self, seq: Seq) -> None:
+        """Key the prompt blocks a chunk completed (so a concurrent request can hit them)."""
+        have = len(seq.blocks)
+        want = seq.keyable_blocks(seq.computed, self.bs)
+        if want > have:
+            ids = self.pool.identify(want - have)
+            for j, bid in enumerate(ids, start=have):
+                self.pool.commit(bid, seq.block_key(j, self.bs))
+            seq.blocks.extend(ids)
+
+    def preempt(self, seq: Seq) -> None:
+        """Preemption by recompute: free everything, requeue at the front, recompute prompt + output."""
+        total = self.blocks_held(seq)
+        if seq.in_cohort:
+            kv = self.cohort.kv_len(seq)
+            self.cohort.leave(seq)
+            seq.emitted += kv - seq.target  # the cohort counts tokens; settle them on the request
+            seq.last_s = self.last_step_end
+        else:
+            kv = seq.computed
+            self.prefilling.remove(seq)
+        seq.make_reusable()  # its own blocks are worth finding again
+        self.release(seq, total, key_tokens=kv)
+        del self.running[seq]
+        seq.computed = 0
+        seq.target = seq.prompt + seq.emitted
+        seq.kv_ready = False
+        seq.preemptions += 1
+        self.stats.preemptions += 1
+        self.waiting.appendleft(seq)
+
+    # ---- steps -----------------------------------------------------------------------------------
+    def begin_step(self, now: float) -> float | None:
+        """Schedule and cost the next step; None when there is nothing to run (the engine idles)."""
+        return self.scheduler.plan(now)
+
+    def end_step(self, now: float) -> None:
+        stats = self.stats
+        dur = now - self.step_start
+        self.last_step_end = now
+        cohort = self.cohort
+        stats.steps += 1
+        stats.busy_s += dur
+        stats.seq_s += dur * (self.step_decoding + len(self.chunks))
+        if len(self.running) > stats.peak_running:
+            stats.peak_running = len(self.running)
+        if self.step_decoding:
+            if self.step_counted:
+                stats.gap_s.append(dur)
+                stats.gap_n.append(self.step_counted)
+            if self.joined_ready:
+                for seq in self.joined_ready:  # first decode after a KV transfer: the gap spans the wait
+                    if seq.counted:
+                        stats.add_gap(now - seq.last_s)
+                self.joined_ready.clear()
+            cohort.A += self.step_a
+            if cohort.heap and cohort.heap[0][0] <= cohort.A:
+                for seq in cohort.advance(0):
+                    total = -(-(seq.base + cohort.A) // self.bs) if self.paged else seq.nblocks
+                    seq.emitted = seq.output
+                    self._finish(seq, now, total)
+        if self.chunks:
+            self._apply_chunks(now)
+
+    def _apply_chunks(self, now: float) -> None:
+        stats, cohort, prefilling = self.stats, self.cohort, self.prefilling
+        caching, bs = self.pool.caching, self.bs
+        for seq, n in self.chunks:
+            seq.computed += n
+            stats.prefill_tokens += n
+            if caching and seq.keyable_blocks(seq.computed, bs) > len(seq.blocks):
+                self.commit_computed(seq)
+            if seq.computed < seq.target:
+                continue
+            prefilling.popleft()
+            seq.emitted += 1
+            if seq.emitted == 1:
+                seq.first_s = now
+            elif seq.counted:
+                stats.add_gap(now - seq.last_s)
+            seq.last_s = now
+            if seq.emitted >= seq.output:
+                self._finish(seq, now, seq.nblocks)
+            elif self.role == "prefill":
+                del self.running[seq]
+                self.sink.on_handoff(self, seq, now)
+            else:
+                cohort.join(seq, seq.target, seq.output - seq.emitted)
+        self.chunks.clear()
+
+    def _finish(self, seq: Seq, now: float, total_blocks: int) -> None:
+        key = seq.prompt + seq.output - 1 if seq.in_conversation else 0
+        self.release(seq, total_blocks, key_tokens=key)
+        del self.running[seq]
+        self.sink.on_finish(self, seq, now)
+
+    def admit(self, seq: Seq) -> None:
+        self.order += 1
+        seq.order = self.order
+        self.running[seq] = None

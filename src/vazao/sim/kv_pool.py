@@ -1,0 +1,175 @@
+"""The KV block pool of one replica: fixed-size blocks, a prefix cache keyed by block content, LRU eviction.
+
+Blocks come in two kinds. An *identified* block has an id (0 … num_blocks−1) because the cache must
+find it again: it holds a block of shared content (a system prompt, a conversation's history) under
+a key. An *anonymous* block is one a sequence holds for content nobody else will ask for; only the
+count matters, so the pool tracks how many are out without naming them (the simulator's hot path
+grows every decoding sequence by count, never block by block).
+
+Allocation order, exactly: never-cached free ids first, lowest id first on a fresh pool and most
+recently freed first afterwards (a stack); when those run out, the least recently used cached block
+whose reference count is zero is evicted and reused. A cached block that a new request hits is
+taken off the eviction list (`acquire`), so a block in use is never evicted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Sequence
+
+from vazao.errors import VazaoError
+
+
+class PoolExhausted(VazaoError):
+    """An allocation asked for more blocks than the pool can free."""
+
+
+class BlockPool:
+    def __init__(self, num_blocks: int, block_size: int, caching: bool = True):
+        if num_blocks < 0 or block_size < 1:
+            raise VazaoError(f"bad KV pool: {num_blocks} blocks of {block_size} tokens")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.caching = caching
+        self._clean: list[int] = list(range(num_blocks - 1, -1, -1))  # pop() → lowest id first
+        self._anon = 0  # anonymous blocks in use: a claim on _clean
+        self._lru: OrderedDict[int, None] = OrderedDict()  # evictable cached ids, oldest first
+        self._key_of: dict[int, Hashable] = {}
+        self._id_of: dict[Hashable, int] = {}
+        self._refs: dict[int, int] = {}  # identified blocks in use → reference count
+        self.evictions = 0
+
+    # ---- counts ------------------------------------------------------------------------------
+    @property
+    def num_free(self) -> int:
+        """Blocks an allocation can get: never-cached free blocks plus evictable cached ones."""
+        return len(self._clean) - self._anon + len(self._lru)
+
+    @property
+    def num_used(self) -> int:
+        return self.num_blocks - self.num_free
+
+    @property
+    def num_cached(self) -> int:
+        return len(self._id_of)
+
+    @property
+    def num_evictable(self) -> int:
+        return len(self._lru)
+
+    def usage(self) -> float:
+        return self.num_used / self.num_blocks if self.num_blocks else 0.0
+
+    # ---- allocation --------------------------------------------------------------------------
+    def _make_clean(self, n: int) -> None:
+        """Evict least recently used cached blocks until `n` never-cached blocks are unclaimed."""
+        short = n - (len(self._clean) - self._anon)
+        if short <= 0:
+            return
+        if short > len(self._lru):
+            raise PoolExhausted(f"KV pool: {n} blocks wanted, {self.num_free} free")
+        lru, key_of, id_of, clean = self._lru, self._key_of, self._id_of, self._clean
+        for _ in range(short):
+            bid, _ = lru.popitem(last=False)
+            del id_of[key_of.pop(bid)]
+            clean.append(bid)
+        self.evictions += short
+
+    def allocate(self, n: int) -> list[int]:
+        """n identified blocks (reference count 1)."""
+        if n <= 0:
+            return []
+        self._make_clean(n)
+        clean = self._clean
+        ids = clean[-n:][::-1]
+        del clean[-n:]
+        for bid in ids:
+            self._refs[bid] = 1
+        return ids
+
+    def allocate_anonymous(self, n: int) -> None:
+        if n > 0:
+            self._make_clean(n)
+            self._anon += n
+
+    def try_allocate_anonymous(self, n: int) -> bool:
+        """allocate_anonymous(n) when the pool can free n blocks; False (and no change) otherwise."""
+        spare = len(self._clean) - self._anon
+        if n > spare:
+            if n - spare > len(self._lru):
+                return False
+            self._make_clean(n)
+        self._anon += n
+        return True
+
+    def free_anonymous(self, n: int) -> None:
+        if n > self._anon:
+            raise VazaoError(f"KV pool: freeing {n} anonymous blocks, {self._anon} held")
+        self._anon -= n
+
+    def identify(self, n: int) -> list[int]:
+        """Turn n anonymous blocks a sequence holds into identified ones (to key them)."""
+        if n <= 0:
+            return []
+        self.free_anonymous(n)
+        return self.allocate(n)
+
+    def free(self, ids: Iterable[int]) -> None:
+        """Drop one reference to each block, in the given order: a cached block reaching zero goes to
+        the back of the eviction list (free a sequence's blocks last-first so its tail is evicted
+        before its head), an uncached one back onto the free stack."""
+        refs, key_of, lru, clean = self._refs, self._key_of, self._lru, self._clean
+        for bid in ids:
+            r = refs[bid] - 1
+            if r:
+                refs[bid] = r
+                continue
+            del refs[bid]
+            if bid in key_of:
+                lru[bid] = None
+            else:
+                clean.append(bid)
+
+    # ---- prefix cache ------------------------------------------------------------------------
+    def commit(self, block_id: int, key: Hashable) -> bool:
+        """Record that an in-use block holds `key`'s content. A key cached already (two requests
+        computed the same block at once) keeps its first block; this one stays uncached."""
+        if not self.caching or key in self._id_of or block_id in self._key_of:
+            return False
+        self._id_of[key] = block_id
+        self._key_of[block_id] = key
+        return True
+
+    def match(self, keys: Iterable[Hashable]) -> list[int]:
+        """Ids of the longest run of leading keys that are cached (no side effects)."""
+        if not self.caching:
+            return []
+        out = []
+        id_of = self._id_of
+        for k in keys:
+            bid = id_of.get(k)
+            if bid is None:
+                break
+            out.append(bid)
+        return out
+
+    def evictable_among(self, ids: Sequence[int]) -> int:
+        lru = self._lru
+        return sum(1 for b in ids if b in lru)
+
+    def acquire(self, ids: Iterable[int]) -> None:
+        """Take a reference to cached blocks a request hit (off the eviction list if idle)."""
+        refs, lru = self._refs, self._lru
+        for bid in ids:
+            if bid in lru:
+                del lru[bid]
+                refs[bid] = 1
+            else:
+                refs[bid] += 1
+
+    def key_of(self, block_id: int) -> Hashable | None:
+        return self._key_of.get(block_id)
+
+    def eviction_order(self) -> list[int]:
+        """Evictable cached ids, next to be evicted first."""
+        return list(self._lru)

@@ -1,0 +1,235 @@
+"""The event loop: a heap of (time_s, seq_no, kind, payload). Events are request releases (an arrival,
+a closed-loop slot freeing, a conversation's next turn after its think time), engine step ends, and
+KV transfers between disaggregated pools. Engines run steps back to back while they have work; an
+idle engine starts on the first release after every event at that instant has been applied (so a
+burst at t = 0 is scheduled as one batch). With a single engine its step ends are kept beside the
+heap rather than in it (the same order: a step end goes before releases at the same instant).
+
+The plan is read as plain rows (Workload.iter_rows, RequestSpec's field order) as sessions start.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from vazao.sim.disagg import KVLink
+from vazao.sim.engine import Engine
+from vazao.sim.sequence import Seq
+from vazao.workload import Workload
+
+RELEASE, STEP, TRANSFER = 0, 1, 2
+# row fields (RequestSpec order)
+R_ID, R_ARRIVAL, R_PROMPT, R_OUTPUT, R_PREFIX, R_PREFIX_TOK, R_CONV, R_TURN, R_HIST, R_AFTER, R_THINK = range(11)
+
+
+class Runner:
+    def __init__(self, workload: Workload, engines: list[Engine], decode_engines: list[Engine] | None,
+                 stats, link: KVLink | None, max_waiting: int):
+        self.w = workload
+        self.engines = engines  # where requests go first (prefill pool when disaggregated)
+        self.decoders = decode_engines or []
+        self.all_engines = engines + self.decoders
+        self.stats = stats
+        self.link = link
+        self.max_waiting = max_waiting
+        self.heap: list = []
+        self._n = 0
+        self._stream: Iterator[tuple] = workload.iter_rows()
+        self._peek: tuple | None = None
+        self._index = 0
+        self.parked: dict[str, tuple[tuple, int]] = {}  # previous turn's id → (next turn's row, plan index)
+        self.affinity: dict[str, Engine] = {}
+        self.kick: list[Engine] = []
+        self.stopped: str | None = None  # why new arrivals stopped (an overload bound)
+        self.unsent = 0  # planned requests never served: refused turns' successors, arrivals past the bound
+        self.now = 0.0
+        self.closed = workload.closed_loop
+        self.deadline = workload.duration_s
+        self.warmup = workload.warmup
+        for e in self.all_engines:
+            e.sink = self
+
+    # ---- the plan ------------------------------------------------------------------------------
+    def _next_root(self) -> tuple[tuple, int] | None:
+        """The next session's first request; its later turns are parked until their turn comes."""
+        row = self._peek if self._peek is not None else next(self._stream, None)
+        self._peek = None
+        if row is None:
+            return None
+        item = (row, self._index)
+        self._index += 1
+        while True:
+            nxt = next(self._stream, None)
+            if nxt is None or nxt[R_AFTER] is None:
+                self._peek = nxt
+                return item
+            self.parked[nxt[R_AFTER]] = (nxt, self._index)
+            self._index += 1
+
+    def push(self, t: float, kind: int, payload) -> None:
+        self._n += 1
+        heapq.heappush(self.heap, (t, self._n, kind, payload))
+
+    def _release_root(self, t: float) -> None:
+        """Schedule the next session's first request (open loop: at its arrival time)."""
+        if self.stopped or (self.deadline is not None and t >= self.deadline):
+            return
+        item = self._next_root()
+        if item is not None:
+            row = item[0]
+            self.push(t if row[R_ARRIVAL] is None else row[R_ARRIVAL], RELEASE, (row, item[1], True))
+
+    def _release_now(self, t: float) -> None:
+        """Closed loop: a freed slot sends the next session's first request at once."""
+        if self.stopped or (self.deadline is not None and t >= self.deadline):
+            return
+        item = self._next_root()
+        if item is not None:
+            self._submit(item[0], item[1], t)
+
+    # ---- running ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        if self.closed:
+            for _ in range(self.w.concurrency):
+                self._release_root(0.0)
+        else:
+            self._release_root(0.0)
+        if len(self.all_engines) == 1:
+            self._run_one(self.all_engines[0])
+        else:
+            self._run_many()
+        self.stats.sample(self.now, self.all_engines)
+
+    def _on_release(self, payload, t: float) -> None:
+        row, i, root = payload
+        if root and not self.closed:
+            self._release_root(t)
+        self._submit(row, i, t)
+
+    def _run_many(self) -> None:
+        heap, stats, engines = self.heap, self.stats, self.all_engines
+        pop, push = heapq.heappop, self.push
+        while heap:
+            t, _, kind, payload = pop(heap)
+            self.now = t
+            if kind == STEP:
+                payload.end_step(t)
+                if t >= stats.next_sample:
+                    stats.sample(t, engines)
+                dur = payload.begin_step(t)
+                if dur is not None:
+                    push(t + dur, STEP, payload)
+            elif kind == RELEASE:
+                self._on_release(payload, t)
+            else:
+                self._transfer_done(*payload)
+            if self.kick and (not heap or heap[0][0] > t):
+                for e in self.kick:
+                    if not e.busy:
+                        dur = e.begin_step(t)
+                        if dur is not None:
+                            push(t + dur, STEP, e)
+                self.kick.clear()
+
+    def _run_one(self, e: Engine) -> None:
+        heap, stats, engines = self.heap, self.stats, self.all_engines
+        pop, begin, finish = heapq.heappop, e.scheduler.plan, e.end_step
+        end: float | None = None  # when the step in flight ends
+        while heap or end is not None:
+            if end is not None and (not heap or end <= heap[0][0]):
+                t = self.now = end
+                finish(t)
+                if t >= stats.next_sample:
+                    stats.sample(t, engines)
+                dur = begin(t)
+                end = None if dur is None else t + dur
+                continue
+            t, _, kind, payload = pop(heap)
+            self.now = t
+            self._on_release(payload, t)
+            if self.kick and (not heap or heap[0][0] > t):
+                self.kick.clear()
+                if end is None:
+                    dur = e.begin_step(t)
+                    end = None if dur is None else t + dur
+
+    def _route(self, conv: str | None) -> Engine:
+        if conv is not None and conv in self.affinity:
+            return self.affinity[conv]
+        e = min(self.engines, key=Engine.outstanding) if len(self.engines) > 1 else self.engines[0]
+        if conv is not None:
+            self.affinity[conv] = e
+        return e
+
+    def _submit(self, row: tuple, index: int, t: float) -> None:
+        seq = Seq(row[R_ID], index, t, row[R_PROMPT], row[R_OUTPUT], row[R_PREFIX], row[R_PREFIX_TOK], row[R_CONV],
+                  index >= self.warmup)
+        e = self._route(row[R_CONV])
+        reason = e.reject_reason(seq.prompt, seq.output)
+        if reason is None and self.decoders:
+            reason = self.decoders[0].reject_reason(seq.prompt, seq.output)
+        if reason is not None:
+            self.stats.record(seq, None, reason)
+            self._end_chain(seq)
+            return
+        if len(e.waiting) >= self.max_waiting:
+            # Overload: stop taking arrivals, serve what is in flight, report what was measured.
+            if not self.stopped:
+                self.stopped = (f"arrivals stopped at t = {t:,.1f} s with {len(e.waiting):,} requests waiting "
+                                f"on one replica (the arrival rate is far above what it serves)")
+                self.unsent += self._count_rest()
+            self.unsent += 1
+            self._end_chain(seq)
+            return
+        e.waiting.append(seq)
+        if not e.busy:
+            self.kick.append(e)
+
+    def _count_rest(self) -> int:
+        """Planned requests not yet read (a bounded plan is counted; an endless one is not)."""
+        if self.w.requests is not None:
+            return self.w.requests - self._index
+        if not self.w.bounded:
+            return 0
+        rest = (1 if self._peek is not None else 0) + sum(1 for _ in self._stream)
+        self._peek = None
+        return rest
+
+    # ---- engine callbacks -------------------------------------------------------------------------
+    def on_finish(self, engine: Engine, seq: Seq, now: float) -> None:
+        self.stats.record(seq, now)
+        nxt = self.parked.pop(seq.rid, None)
+        if nxt is not None:
+            row, i = nxt
+            self.push(now + row[R_THINK], RELEASE, (row, i, False))
+            return
+        if seq.stream in self.affinity:
+            del self.affinity[seq.stream]
+        if self.closed:
+            self._release_now(now)
+
+    def _end_chain(self, seq: Seq) -> None:
+        """A request that is not served ends its conversation: later turns are never sent."""
+        rid = seq.rid
+        while rid in self.parked:
+            row, _ = self.parked.pop(rid)
+            rid = row[R_ID]
+            self.unsent += 1
+        self.affinity.pop(seq.stream, None)
+        if self.closed:
+            self._release_now(self.now)
+
+    def on_handoff(self, engine: Engine, seq: Seq, now: float) -> None:
+        dst = min(self.decoders, key=Engine.outstanding)
+        self.push(now + self.link.transfer_s(seq.target), TRANSFER, (engine, dst, seq))
+
+    def _transfer_done(self, src: Engine, dst: Engine, seq: Seq) -> None:
+        src.release(seq, seq.nblocks)
+        if not src.busy and src.waiting:
+            self.kick.append(src)
+        seq.kv_ready = True
+        seq.computed = seq.target
+        dst.waiting.append(seq)
+        if not dst.busy:
+            self.kick.append(dst)

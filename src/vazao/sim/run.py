@@ -1,0 +1,216 @@
+"""simulate(): a Deployment serving a Workload, step by step through `step_cost`; compare() and sweep()
+run it over `--compare` variants and over rates or concurrencies."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vazao.errors import VazaoError
+from vazao.physics.memory import fit
+from vazao.results import SLO, RequestRecord, RunSummary
+from vazao.sim.config import DisaggConfig, SimConfig, apply_axis
+from vazao.sim.disagg import KVLink
+from vazao.sim.engine import Engine
+from vazao.sim.loop import Runner
+from vazao.sim.speculative import SpecModel
+from vazao.sim.stats import Stats, TimelinePoint
+from vazao.workload import Workload
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """A simulated run: the RunSummary every tool shares, plus what only a simulator can see."""
+
+    summary: RunSummary
+    workload: str
+    deployment: str
+    config: str
+    completed: int
+    errors: int
+    unfinished: int  # planned but never served: past an overload bound, or after a refused turn
+    preemptions: int
+    prompt_tokens: int  # over every completed request (warm-up included)
+    prefill_tokens: int  # prompt tokens actually computed (cache hits and recomputes accounted)
+    cached_prompt_tokens: int  # prompt tokens served by the prefix cache at first admission
+    steps: int
+    mean_batch: float  # sequences per engine step, weighted by step time
+    peak_running: int  # most requests holding KV at once on one replica
+    kv_blocks_per_replica: int
+    block_size: int
+    kv_capacity_tokens: int  # per replica
+    timeline: tuple[TimelinePoint, ...]
+    warnings: tuple[str, ...]
+    wall_s: float
+    kv_blocks_in_use_at_end: int = 0  # a self-check: every finished request gave its blocks back
+    _stats: Stats | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cache_hit_share(self) -> float:
+        return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def simulated_requests_per_s(self) -> float:
+        return self.completed / self.wall_s if self.wall_s > 0 else 0.0
+
+    def records(self, include_warmup: bool = False) -> list[RequestRecord]:
+        return self._stats.records(counted_only=not include_warmup) if self._stats else []
+
+    def to_json(self) -> dict:
+        return {
+            "workload": self.workload, "deployment": self.deployment, "config": self.config,
+            "completed": self.completed, "errors": self.errors, "unfinished": self.unfinished,
+            "preemptions": self.preemptions, "prompt_tokens": self.prompt_tokens,
+            "prefill_tokens": self.prefill_tokens, "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cache_hit_share": self.cache_hit_share, "steps": self.steps, "mean_batch": self.mean_batch,
+            "peak_running": self.peak_running, "kv_blocks_per_replica": self.kv_blocks_per_replica,
+            "block_size": self.block_size, "kv_capacity_tokens": self.kv_capacity_tokens,
+            "timeline": [p.to_json() for p in self.timeline], "warnings": list(self.warnings),
+            "wall_s": self.wall_s, "kv_blocks_in_use_at_end": self.kv_blocks_in_use_at_end,
+        }
+
+
+def kv_blocks(dep, cfg: SimConfig, max_context: int) -> tuple[int, int]:
+    """(blocks, tokens) of KV cache per replica: fit()'s capacity, less a draft model's share."""
+    f = fit(dep, max_context)
+    if not f.weights_fit:
+        raise VazaoError(f"{dep.label()}: {f.reason}")
+    tokens = f.kv_capacity_tokens
+    if cfg.spec and cfg.spec.draft_model is not None:
+        draft_w, draft_kv = SpecModel(cfg.spec, dep).memory()
+        free = f.free_bytes_for_kv / dep.count - draft_w
+        tokens = int(max(0.0, free) / (f.kv_bytes_per_token_per_gpu + draft_kv))
+    return tokens // cfg.block_size, tokens
+
+
+def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, label: str) -> None:
+    if blocks < 1:
+        raise VazaoError(f"{label}: the KV cache holds {tokens} tokens, less than one block of "
+                         f"{cfg.block_size}: no request can be served")
+    if cfg.kv_layout == "reserved":
+        need = -(-max_context // cfg.block_size)
+        if need > blocks:
+            raise VazaoError(
+                f"{label}: the reserved KV layout sets aside max_context = {max_context:,} tokens per "
+                f"sequence but a replica's KV cache holds {blocks * cfg.block_size:,}: not even one request "
+                f"fits; lower --max-context or use the paged layout")
+
+
+def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None) -> SimResult:
+    """Serve `workload` on `dep` (each replica its own engine) and summarise it."""
+    cfg = config or SimConfig.from_engine(dep.engine)
+    max_context = cfg.max_context or dep.model.max_context
+    blocks, tokens = kv_blocks(dep, cfg, max_context)
+    _check_capacity(cfg, blocks, tokens, max_context, dep.label())
+    if not workload.bounded and workload.duration_s is None:
+        raise VazaoError(f"workload {workload.name}: set requests or a duration")
+    stats = Stats(cfg.timeline_points)
+    replicas = dep.replicas
+    link = None
+    if cfg.disagg:
+        d: DisaggConfig = cfg.disagg
+        if d.prefill + d.decode != replicas:
+            raise VazaoError(f"--disagg {d.prefill}:{d.decode} needs {d.prefill + d.decode} replicas; "
+                             f"{dep.label()} has {replicas} (count / (tp × pp))")
+        first = [Engine(dep, cfg, blocks, max_context, stats, None, index=i, role="prefill")
+                 for i in range(d.prefill)]
+        second = [Engine(dep, cfg, blocks, max_context, stats, None, index=d.prefill + i, role="decode")
+                  for i in range(d.decode)]
+        link = KVLink.of(dep, d)
+    else:
+        first = [Engine(dep, cfg, blocks, max_context, stats, None, index=i) for i in range(replicas)]
+        second = []
+    runner = Runner(workload, first, second, stats, link, cfg.max_waiting)
+    t0 = time.perf_counter()
+    runner.run()
+    wall = time.perf_counter() - t0
+
+    warnings = []
+    unfinished = runner.unsent
+    if runner.stopped:
+        warnings.append(f"{runner.stopped}; {unfinished:,} planned requests not served, the summary covers "
+                        "those that were")
+    errors = len(stats.r_error)
+    completed = len(stats.r_id) - errors
+    if errors:
+        first_reason = next(iter(stats.r_error.values()))
+        warnings.append(f"{errors:,} requests could not be served: {first_reason}")
+    if stats.preemptions:
+        warnings.append(f"{stats.preemptions:,} preemptions: the KV cache ran out and requests were recomputed")
+    summary = stats.summary(slo)
+    prompt_tokens = sum(p for i, p in enumerate(stats.r_prompt) if i not in stats.r_error)
+    return SimResult(
+        summary=summary,
+        workload=workload.name,
+        deployment=dep.label(),
+        config=cfg.describe(),
+        completed=completed,
+        errors=errors,
+        unfinished=unfinished,
+        preemptions=stats.preemptions,
+        prompt_tokens=prompt_tokens,
+        prefill_tokens=stats.prefill_tokens,
+        cached_prompt_tokens=stats.cached_tokens,
+        steps=stats.steps,
+        mean_batch=stats.seq_s / stats.busy_s if stats.busy_s else 0.0,
+        peak_running=stats.peak_running,
+        kv_blocks_per_replica=blocks,
+        block_size=cfg.block_size,
+        kv_capacity_tokens=tokens,
+        timeline=tuple(stats.timeline),
+        warnings=tuple(warnings),
+        wall_s=wall,
+        kv_blocks_in_use_at_end=sum(e.pool.num_used for e in first + second),
+        _stats=stats,
+    )
+
+
+# ---- several runs ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    result: SimResult
+    throughput_ratio: float  # output tokens/s over the first variant's
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "summary": self.result.summary.to_json(),
+                "throughput_ratio": self.throughput_ratio, "sim": self.result.to_json()}
+
+
+def compare(dep, workload: Workload, config: SimConfig, axes: Sequence[tuple[str, Sequence[str]]],
+            slo: SLO | None = None) -> list[Variant]:
+    """Every combination of the axes' values (the first axis varies slowest), named `axis=value …`."""
+    runs = []
+    for combo in itertools.product(*[[(axis, v) for v in values] for axis, values in axes]):
+        cfg, d = config, dep
+        for axis, value in combo:
+            cfg, d = apply_axis(cfg, d, axis, value)
+        name = " ".join(f"{a}={v}" for a, v in combo)
+        runs.append((name, simulate(d, workload, cfg, slo)))
+    base = runs[0][1].summary.output_tokens_per_s if runs else 0.0
+    return [Variant(n, r, r.summary.output_tokens_per_s / base if base else 0.0) for n, r in runs]
+
+
+@dataclass(frozen=True)
+class Point:
+    kind: str  # rate | concurrency
+    value: float
+    result: SimResult
+
+    def to_json(self) -> dict:
+        return {self.kind: self.value, "summary": self.result.summary.to_json(), "sim": self.result.to_json()}
+
+
+def sweep(dep, workload: Workload, config: SimConfig, *, rates: Sequence[float] = (),
+          concurrencies: Sequence[int] = (), slo: SLO | None = None) -> list[Point]:
+    """One run per rate (Poisson) or per concurrency (closed loop): the latency–throughput curve."""
+    if rates and concurrencies:
+        raise VazaoError("sweep either rates or concurrencies, not both")
+    points = []
+    for r in rates:
+        points.append(Point("rate", r, simulate(dep, workload.with_overrides(rate=r), config, slo)))
+    for c in concurrencies:
+        points.append(Point("concurrency", c, simulate(dep, workload.with_overrides(concurrency=c), config, slo)))
+    return points

@@ -1,0 +1,192 @@
+"""What the next engine step computes, and how long it takes.
+
+There are no prefill and decode phases: each request has `computed` tokens and the scheduler decides
+how many each advances this step (vLLM v1's rule). In order:
+
+0. requests that arrive with their KV computed elsewhere (disaggregated decode) join the decoders;
+1. every decoding request advances one token (k + 1 with speculative decoding). Under the paged
+   layout the blocks they grow into are allocated now; when the pool is short, the most recently
+   admitted running request is preempted (recompute) until the rest fit;
+2. running requests whose prompt is not all computed get the next chunk, oldest first, within the
+   per-step token budget (max_num_batched_tokens); without chunked prefill a prompt goes whole;
+3. waiting requests are admitted first-come first-served while a sequence slot (max_num_seqs), token
+   budget and KV blocks for their whole prompt remain (paged: the prompt's blocks, less any prefix
+   cache hits; reserved: max_context tokens up front). The queue head that does not fit blocks
+   the ones behind it.
+
+Static batching admits only when nothing is running, then as many as fit at once with their whole
+prompts in one step; the batch runs until its longest member finishes.
+"""
+
+from __future__ import annotations
+
+from vazao.physics.step import BatchShape, step_cost
+
+
+class Scheduler:
+    def __init__(self, engine):
+        self.e = engine
+        cfg = engine.cfg
+        self.static = cfg.scheduler == "static"
+        self.chunked = cfg.chunked_prefill and not self.static
+        self.budget = cfg.max_num_batched_tokens
+        self.max_seqs = cfg.max_num_seqs
+        self.cost = step_cost
+        self.dep = engine.dep
+        self.memo: dict = {}  # (prefix id, blocks) → (pool.evictions when looked up, block ids)
+
+    def _victim(self):
+        return next(reversed(self.e.running))
+
+    def plan(self, now: float) -> float | None:
+        e = self.e
+        pool, cohort, running, waiting, bs = e.pool, e.cohort, e.running, e.waiting, e.bs
+        spec = e.spec
+        max_seqs = self.max_seqs
+        budget = self.budget
+
+        # 0. KV-ready requests join the decoders
+        while waiting and waiting[0].kv_ready and len(running) < max_seqs:
+            seq = waiting[0]
+            need = -(-seq.target // bs) if e.paged else e.reserve_blocks
+            if need > pool.num_free:
+                break
+            waiting.popleft()
+            pool.allocate_anonymous(need)
+            seq.nblocks = need
+            seq.computed = seq.target
+            e.admit(seq)
+            cohort.join(seq, seq.target, seq.output - seq.emitted)
+            e.joined_ready.append(seq)
+
+        # 1. decoders
+        a = 1
+        if cohort.n:
+            a = spec.advance() if spec else 1
+            if e.paged:
+                need = cohort.cnt[(-cohort.A) % bs] if a == 1 else cohort.blocks_needed(a)
+                while not pool.try_allocate_anonymous(need):
+                    e.preempt(self._victim())
+                    need = cohort.blocks_needed(a)
+            budget -= cohort.n * (spec.k + 1 if spec else 1)
+        e.step_a = a
+        e.step_decoding = cohort.n
+        e.step_counted = cohort.counted
+        if e.joined_ready:  # their first gap is recorded apart (it spans the KV transfer)
+            e.joined_ready = [s for s in e.joined_ready if s.in_cohort]
+            e.step_counted -= sum(1 for s in e.joined_ready if s.counted)
+        scheduled = cohort.n > 0
+
+        # 2. prompts in progress
+        chunks = e.chunks
+        for seq in e.prefilling:
+            if budget <= 0 and not self.static:
+                break
+            rem = seq.target - seq.computed
+            if self.chunked:
+                n = min(rem, budget)
+            else:
+                if scheduled and rem > budget and not self.static:
+                    break
+                n = rem
+            chunks.append((seq, n))
+            budget -= n
+            scheduled = True
+
+        # 3. admissions
+        if waiting and len(running) < max_seqs and not (self.static and running):
+            self._admit(budget, scheduled)
+
+        if not chunks and not cohort.n:
+            e.busy = False
+            return None
+        e.busy = True
+        e.step_start = now
+        return self._cost()
+
+    def _admit(self, budget: int, scheduled: bool) -> None:
+        e = self.e
+        pool, running, waiting, bs, chunks = e.pool, e.running, e.waiting, e.bs, e.chunks
+        caching = pool.caching
+        while waiting and len(running) < self.max_seqs:
+            if budget <= 0 and not self.static:
+                return
+            seq = waiting[0]
+            if seq.kv_ready:
+                return
+            target = seq.target
+            hits = self._hits(seq, target) if caching else []
+            cached = len(hits) * bs
+            rem = target - cached
+            if not self.chunked and scheduled and rem > budget and not self.static:
+                return
+            total = -(-target // bs) if e.paged else e.reserve_blocks
+            need = total - len(hits)
+            if hits and pool.num_evictable and pool.evictable_among(hits):
+                # some hits sit on the eviction list: taking them leaves fewer blocks to allocate from
+                if need + pool.evictable_among(hits) > pool.num_free:
+                    return
+                pool.acquire(hits)
+                pool.allocate_anonymous(need)
+            else:
+                if not pool.try_allocate_anonymous(need):
+                    return
+                if hits:
+                    pool.acquire(hits)
+            waiting.popleft()
+            seq.blocks = hits
+            seq.nblocks = total
+            seq.computed = cached
+            if seq.emitted == 0 and seq.preemptions == 0:
+                seq.cached = cached
+                e.stats.cached_tokens += cached
+            e.admit(seq)
+            e.prefilling.append(seq)
+            n = min(rem, budget) if self.chunked else rem
+            chunks.append((seq, n))
+            budget -= n
+            scheduled = True
+
+    def _hits(self, seq, target: int) -> list[int]:
+        """Cached blocks at the head of the prompt (at least its last token is always computed).
+        A request that shares only a prefix reuses the last lookup of that prefix while nothing has
+        been evicted since (evictions are the only way a cached block loses its key)."""
+        pool, bs = self.e.pool, self.e.bs
+        limit = min(seq.keyable_blocks(target, bs), (target - 1) // bs)
+        if limit <= 0:
+            return []
+        if seq.key_cap == seq.prefix_tokens:
+            memo = self.memo.get((seq.prefix_id, limit))
+            if memo is not None and memo[0] == pool.evictions:
+                return list(memo[1])
+            hits = pool.match(seq.keys(limit, bs))
+            if len(hits) == limit:
+                self.memo[(seq.prefix_id, limit)] = (pool.evictions, tuple(hits))
+            return hits
+        return pool.match(seq.keys(limit, bs))
+
+    def _cost(self) -> float:
+        e = self.e
+        cohort, spec = e.cohort, e.spec
+        n_dec = cohort.n
+        ctx_dec = cohort.context_sum()
+        if spec is not None and n_dec:
+            q = spec.k + 1
+            nseq, new, ctx, pairs, logits = n_dec, n_dec * q, ctx_dec, q * ctx_dec + n_dec * q * (q + 1) / 2, n_dec * q
+        else:
+            nseq, new, ctx, pairs, logits = n_dec, n_dec, ctx_dec, ctx_dec + n_dec, n_dec
+        p_n = p_new = p_ctx = p_logits = 0
+        p_pairs = 0.0
+        for seq, m in e.chunks:
+            c = seq.computed
+            p_n += 1
+            p_new += m
+            p_ctx += c
+            p_pairs += m * (c + (m + 1) / 2.0)
+            p_logits += c + m == seq.target
+        shape = BatchShape(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
+        t = self.cost(self.dep, shape).time_s
+        if spec is not None:
+            pre = BatchShape(p_n, p_new, p_ctx, p_pairs, p_logits) if p_n else None
+            t += spec.draft_s(n_dec, ctx_dec, pre)
+        return t

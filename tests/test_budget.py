@@ -1,0 +1,152 @@
+"""Budgets in the spec (seed 004_9706bef9153e5571.txt): cost per task, margin, latency, CI exit codes."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vazao.budget import analytic_summary, check_budget, load_budget, parse_budget
+from vazao.cli import app
+from vazao.cost.ledger import TokenLedger
+from vazao.errors import VazaoError
+from vazao.results import Latency, RunSummary
+from vazao.scenario import deployment_for
+
+runner = CliRunner()
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "budget.yaml"
+
+
+def run_file(tmp_path: Path, ttft_p95: float, e2e_p95: float) -> Path:
+    def lat(p95: float) -> Latency:
+        return Latency(p95 / 2, p95 / 2, p95 * 0.9, p95, p95 * 1.2)
+
+    s = RunSummary(requests=50, errors=0, duration_s=30.0, ttft_s=lat(ttft_p95), itl_s=lat(0.02),
+                   tpot_s=lat(0.02), e2e_s=lat(e2e_p95), request_throughput_per_s=1.6,
+                   output_tokens_per_s=400.0, total_tokens_per_s=2000.0)
+    path = tmp_path / f"run-{ttft_p95}-{e2e_p95}.json"
+    path.write_text(json.dumps({"summary": s.to_json(), "records": []}), encoding="utf-8")
+    return path
+
+
+def test_example_budget_prices_the_seed_conversation():
+    """The support conversation of seed 004 with its prefix cached costs $0.0748 per task."""
+    b = load_budget(EXAMPLE)
+    result = check_budget(b)
+    support = next(t for t in result.tasks if t.name == "support-conversation")
+    assert support.cost_usd == Decimal("0.0748")
+    assert support.margin_usd == Decimal("0.8") * Decimal("0.40") - Decimal("0.0748")
+    research = next(t for t in result.tasks if t.name == "research-agent")
+    assert research.cost_usd == Decimal("0.15")  # 100 calls of 7,000 tokens: under Haiku's 100k tier
+    nightly = next(t for t in result.tasks if t.name == "nightly-enrichment")
+    assert nightly.cost_usd == (Decimal(1500) * Decimal("0.625") + Decimal(40) * 5) / Decimal(1_000_000)
+    assert result.passed  # latency unchecked is not a miss unless --strict
+    assert any("not checked" in n for n in result.notes)
+
+
+def test_measured_run_pass_and_fail_exit_codes(tmp_path):
+    fast = run_file(tmp_path, 0.5, 6.0)
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--measured", str(fast), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert {"name", "cost_usd", "margin_usd", "pass", "misses"} <= set(d["tasks"][0])
+    assert all(t["pass"] for t in d["tasks"]) and d["pass"] is True
+
+    slow = run_file(tmp_path, 0.95, 7.2)
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--measured", str(slow), "--json"])
+    assert res.exit_code == 1
+    d = json.loads(res.stdout)
+    support = d["tasks"][0]
+    assert support["pass"] is False and support["misses"] == ["ttft_p95: 950 ms > 800 ms"]
+    assert Decimal(support["cost_usd"]) == Decimal("0.0748")
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--measured", str(slow)])
+    assert res.exit_code == 1 and "FAIL" in res.output
+
+
+def test_per_task_measured_and_strict(tmp_path):
+    slow = run_file(tmp_path, 0.95, 7.2)
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--measured", f"research-agent={slow}", "--json"])
+    assert res.exit_code == 0, res.output  # the support task is unchecked, the agent meets 10 minutes
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--strict", "--json"])
+    assert res.exit_code == 1
+    misses = json.loads(res.stdout)["tasks"][0]["misses"]
+    assert "ttft_p95: not measured > 800 ms" in misses
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--measured", f"nobody={slow}"])
+    assert res.exit_code == 2 and "unknown task" in res.output
+
+
+BASE = """price: sonnet-5.5
+tasks:
+  - name: t
+    ttft_p95: 800ms
+    tokens: {cached_input: 6000, new_input: 1000, output: 250}
+    value_usd: "0.05"
+    max_cost_usd: "0.01"
+"""
+
+
+def test_cost_cap_and_negative_margin_are_misses():
+    b = parse_budget(BASE)
+    t = check_budget(b).tasks[0]
+    # 6,000 × $0.10/M + 1,000 × $2/M + 250 × $10/M = $0.0051
+    assert t.cost_usd == Decimal("0.0051") and t.passed
+    poor = parse_budget(BASE.replace('value_usd: "0.05"', 'value_usd: "0.001"'))
+    t = check_budget(poor).tasks[0]
+    assert t.margin_usd == Decimal("-0.0041") and not t.passed
+    assert t.misses == ["margin: $-0.0041 < $0"]
+    capped = parse_budget(BASE.replace('max_cost_usd: "0.01"', 'max_cost_usd: "0.005"'))
+    assert check_budget(capped).tasks[0].misses == ["cost: $0.0051 > $0.005"]
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    (BASE.replace("    value_usd:", "    valu_usd:"), "budget:6: unknown field 'valu_usd'"),
+    (BASE.replace("800ms", "800 msec"), "budget:4: ttft_p95: unknown time unit 'msec'"),
+    (BASE.replace("800ms", "800"), "budget:4: ttft_p95: give a unit"),
+    (BASE.replace("new_input: 1000", "fresh_input: 1000"), "budget:5: unknown token field 'fresh_input'"),
+    (BASE.replace("new_input: 1000", "new_input: 10.5"), "budget:5: tokens.new_input"),
+    (BASE.replace("price: sonnet-5.5", "price: sonet-5"), "budget:1: unknown price 'sonet-5'"),
+    (BASE.replace('"0.05"', '"five cents"'), "budget:6: value_usd: cannot read dollars"),
+    (BASE.replace("  - name: t", "  - name: t\n    latency_p95: 1s"), "budget:4: unknown field 'latency_p95'"),
+    (BASE + "extra: 1\n", "budget:8: unknown field 'extra'"),
+    ("tasks: []\n", "'tasks' must be a non-empty list"),
+    ("tasks: [\n", "budget: line"),
+])
+def test_bad_budget_files_name_the_line(bad, message):
+    with pytest.raises(VazaoError) as exc:
+        parse_budget(bad)
+    assert message in str(exc.value)
+
+
+def test_bad_budget_through_the_cli(tmp_path):
+    f = tmp_path / "budget.yaml"
+    f.write_text(BASE.replace("800ms", "800 msec"), encoding="utf-8")
+    res = runner.invoke(app, ["budget", "check", str(f)])
+    assert res.exit_code == 2 and f"{f}:4: ttft_p95: unknown time unit" in res.output
+    res = runner.invoke(app, ["budget", "check", str(f.with_name("missing.yaml"))])
+    assert res.exit_code == 2 and "cannot read budget file" in res.output
+    good = tmp_path / "good.yaml"
+    good.write_text(BASE, encoding="utf-8")
+    broken_run = tmp_path / "run.json"
+    broken_run.write_text('{"records": []}', encoding="utf-8")
+    res = runner.invoke(app, ["budget", "check", str(good), "--measured", str(broken_run)])
+    assert res.exit_code == 2 and "no RunSummary" in res.output
+
+
+def test_simulated_latency(tmp_path):
+    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    s = analytic_summary(dep, TokenLedger(new_input=1000, cache_read=6000, output=250), concurrency=4)
+    assert 0 < s.ttft_s.p95 < s.e2e_s.p95
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate", "--model", "llama-3.1-8b",
+                              "--gpu", "h100-sxm", "--concurrency", "8", "--analytic", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["tasks"][0]["latency_source"].startswith("analytic: llama-3.1-8b")
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate", "--model", "llama-3.1-8b",
+                              "--gpu", "h100-sxm", "--concurrency", "8", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tasks"][0]["latency_source"].startswith("simulated: llama-3.1-8b")
+    res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate"])
+    assert res.exit_code == 2 and "--model and --gpu" in res.output

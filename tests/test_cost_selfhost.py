@@ -1,0 +1,158 @@
+"""Self-hosted $/Mtok: the formula, the throughput sources (simulated, measured, analytic), the SLO."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from vazao.cli import app
+from vazao.cost.selfhost import (
+    Throughput,
+    analytic_point,
+    analytic_throughput,
+    max_batch,
+    selfhost_cost,
+    simulated_throughput,
+    throughput_from_summary,
+)
+from vazao.errors import VazaoError
+from vazao.estimate import max_load_throughput
+from vazao.results import SLO, Latency, RunSummary
+from vazao.scenario import deployment_for
+from vazao.workload import load_workload
+
+runner = CliRunner()
+
+
+def lat(v: float) -> Latency:
+    return Latency(v, v, v, v, v)
+
+
+def summary(rps=2.0, out=500.0, total=2500.0, goodput=None) -> RunSummary:
+    return RunSummary(requests=100, errors=0, duration_s=50.0, ttft_s=lat(0.2), itl_s=lat(0.02),
+                      tpot_s=lat(0.02), e2e_s=lat(5.0), request_throughput_per_s=rps, output_tokens_per_s=out,
+                      total_tokens_per_s=total, goodput_requests_per_s=goodput)
+
+
+def test_usd_per_mtok_by_hand():
+    tp = Throughput(requests_per_s=2.0, input_tokens_per_s=4000.0, output_tokens_per_s=1000.0, source="measured",
+                    detail="", input_time_share=0.25)
+    c = selfhost_cost("x", 2, Decimal("1.8"), "given", tp)
+    assert c.usd_per_hour == Decimal("3.6")
+    assert c.usd_per_mtok_output == Decimal("1")  # $3.60/h over 3.6M output tokens/h
+    assert c.usd_per_mtok_blended == Decimal("0.2")  # over 18M tokens/h
+    assert c.usd_per_mtok_input_split == Decimal("0.0625")  # a quarter of $3.60 over 14.4M input tokens
+    assert c.usd_per_mtok_output_split == Decimal("0.75")
+    assert c.usd_per_request == Decimal("0.0005")
+    half = selfhost_cost("x", 2, Decimal("1.8"), "given", tp, "0.5")
+    assert half.usd_per_mtok_output == 2 * c.usd_per_mtok_output  # idle paid hours double the unit cost
+    with pytest.raises(VazaoError, match="utilisation"):
+        selfhost_cost("x", 1, Decimal(1), "given", tp, "0")
+
+
+def test_measured_run_and_goodput():
+    tp = throughput_from_summary(summary())
+    assert (tp.output_tokens_per_s, tp.input_tokens_per_s, tp.source) == (500.0, 2000.0, "measured")
+    good = throughput_from_summary(summary(goodput=1.5))
+    assert good.requests_per_s == 1.5 and good.output_tokens_per_s == pytest.approx(375.0)
+
+
+def test_analytic_without_slo_is_estimate_max_load_throughput():
+    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    tp = analytic_throughput(dep, 1000, 250)
+    out, batch = max_load_throughput(dep, 1000, 250)
+    assert tp.output_tokens_per_s == out and tp.batch == batch and tp.source == "analytic"
+    # the same cycle, at the largest batch, is what analytic_point computes
+    p = analytic_point(dep, 1000, 250, max_batch(dep, 1000, 250))
+    assert p.output_tokens_per_s == pytest.approx(out)
+
+
+def test_a_tighter_slo_costs_more_per_token():
+    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    loose = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=100ms"))
+    tight = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=20ms"))
+    assert 0 < tight.output_tokens_per_s < loose.output_tokens_per_s
+    assert analytic_point(dep, 1000, 250, tight.batch).tpot_s <= 0.020
+    assert analytic_point(dep, 1000, 250, tight.batch + 1).tpot_s > 0.020
+    impossible = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=1ms"))
+    assert impossible.output_tokens_per_s == 0 and "missed even at batch 1" in impossible.detail
+    c = selfhost_cost("x", 1, Decimal("1.8"), "given", impossible)
+    assert c.usd_per_mtok_output is None
+
+
+def test_simulated_capacity_meets_the_slo():
+    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    slo = SLO.parse("ttft_p95=500ms,tpot_p95=40ms")
+    tp = simulated_throughput(dep, load_workload("chat"), slo)
+    assert tp is not None and tp.source == "simulated" and tp.output_tokens_per_s > 0
+    assert "concurrency" in tp.detail and "meets ttft_p95, tpot_p95" in tp.detail
+
+
+def test_simulated_search_finds_the_highest_concurrency_that_meets_the_slo():
+    """A stand-in simulator whose p95 TTFT crosses the limit above concurrency 37."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    def fake(dep, workload, slo=None):
+        c = workload.concurrency
+        calls.append(c)
+        assert workload.warmup == c  # the t = 0 burst is left out of the summary
+        s = RunSummary(requests=workload.requests - c, errors=0, duration_s=10.0, ttft_s=lat(0.1 + 0.01 * c),
+                       itl_s=lat(0.02), tpot_s=lat(0.02), e2e_s=lat(1.0), request_throughput_per_s=c / 10,
+                       output_tokens_per_s=25.0 * c, total_tokens_per_s=125.0 * c,
+                       prompt_tokens=100 * (workload.requests - c), output_tokens=25 * (workload.requests - c))
+        return SimpleNamespace(summary=s, mean_batch=float(c))
+
+    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=fake)
+    assert tp.batch == 37  # 0.1 + 0.01 × 37 = 0.47 s
+    assert tp.output_tokens_per_s == pytest.approx(25.0 * 37)
+    assert 38 in calls  # it checked the next concurrency up
+    never = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=50ms"), simulate=fake)
+    assert never.output_tokens_per_s == 0 and "missed even at concurrency 1" in never.detail
+
+
+def test_selfhost_cli_names_its_throughput_source(tmp_path):
+    base = ["cost", "selfhost", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--usd-per-hour", "1.8", "--count", "1"]
+    res = runner.invoke(app, [*base, "--input", "1000", "--output", "250", "--analytic", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["throughput_source"] == "analytic" and d["usd_per_gpu_hour"] == "1.8"
+    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    out, _ = max_load_throughput(dep, 1000, 250)
+    expected = (Decimal("1.8") / (Decimal(repr(out)) * 3600) * 1_000_000).quantize(Decimal("0.000001"))
+    assert Decimal(d["usd_per_mtok_output"]) == expected
+
+    res = runner.invoke(app, [*base, "--workload", "chat", "--slo", "ttft_p95=500ms,tpot_p95=40ms", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["throughput_source"] == "simulated"
+
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"summary": summary().to_json()}), encoding="utf-8")
+    res = runner.invoke(app, [*base, "--measured", str(run), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["throughput_source"] == "measured"
+    assert Decimal(d["usd_per_mtok_output"]) == Decimal("1")  # $1.80/h over 500 tok/s = 1.8M tok/h
+
+    res = runner.invoke(app, ["cost", "selfhost", "llama-3.1-8b", "--gpu", "a100-sxm-80gb"])
+    assert res.exit_code == 2 and "--workload" in res.output
+    res = runner.invoke(app, [*base, "--input", "10", "--output", "10", "--slo", "ttft=1s"])
+    assert res.exit_code == 2 and "SLO term" in res.output
+    res = runner.invoke(app, [*base, "--input", "10", "--output", "10", "--utilisation", "150%"])
+    assert res.exit_code == 2 and "--utilisation" in res.output
+
+
+def test_catalog_rental_price_is_reused():
+    res = runner.invoke(app, ["cost", "selfhost", "llama-3.1-8b", "--gpu", "h100-sxm", "--count", "1",
+                              "--input", "500", "--output", "200", "--analytic", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    from vazao.catalog.hardware import get_accelerator
+
+    assert Decimal(d["usd_per_gpu_hour"]) == Decimal(repr(get_accelerator("h100-sxm").usd_per_hour))
+    assert d["usd_per_gpu_hour_source"].startswith("catalog:")
