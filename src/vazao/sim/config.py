@@ -101,7 +101,7 @@ class SimConfig:
         parts = [f"{self.scheduler} batching", f"{self.kv_layout} KV (block {self.block_size})",
                  f"max {self.max_num_seqs} seqs", f"{self.max_num_batched_tokens:,} tokens/step"]
         parts.append("chunked prefill" if self.chunked_prefill else "whole prefills")
-        parts.append("prefix cache" if self.prefix_caching else "no prefix cache")
+        parts.append("prefix cache" if self.prefix_caching and self.kv_layout == "paged" else "no prefix cache")
         if self.spec:
             parts.append(f"speculative {self.spec.label()}")
         if self.disagg:
