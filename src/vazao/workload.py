@@ -198,7 +198,8 @@ class Workload:
         """Whether the plan is finite (a closed loop with only a duration runs until the clock says)."""
         if self.requests is not None or self.arrival.kind == "trace":
             return True
-        return self.arrival.kind == "poisson" and self.duration_s is not None
+        # timed arrivals stop at the duration; a closed loop only stops when the clock says so
+        return self.arrival.kind in ("poisson", "burst") and self.duration_s is not None
 
     def with_overrides(self, *, requests: int | None = None, rate: float | None = None,
                        concurrency: int | None = None, seed: int | None = None,

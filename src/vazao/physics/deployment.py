@@ -70,10 +70,14 @@ class Deployment:
 
     @property
     def consts(self):
-        """Per-deployment constants of the cost model, computed once (physics/step.py)."""
-        from vazao.physics.step import StepConstants
+        """Per-deployment constants of the cost model, computed once (physics/step.py). On the hot
+        path of every simulated step, hence no closure and no import unless it is missing."""
+        c = self.__dict__.get("_consts")
+        if c is None:
+            from vazao.physics.step import StepConstants
 
-        return self._lazy("_consts", lambda: StepConstants.of(self))
+            c = self.__dict__["_consts"] = StepConstants.of(self)
+        return c
 
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""
