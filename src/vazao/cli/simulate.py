@@ -15,7 +15,14 @@ import typer
 from vazao.catalog.models import load_model
 from vazao.cli.app import app, console, emit_json, parse_int_list
 from vazao.errors import VazaoError
-from vazao.report.sim_console import points_table, result_lines, summary_table, timeline_table, variants_table
+from vazao.report.sim_console import (
+    header_lines,
+    points_table,
+    result_lines,
+    summary_table,
+    timeline_table,
+    variants_table,
+)
 from vazao.results import SLO, write_jsonl
 from vazao.scenario import deployment_for
 from vazao.sim import DisaggConfig, SimConfig, SpecConfig, compare, simulate, sweep
@@ -136,6 +143,8 @@ def simulate_cmd(
         if json_out:
             emit_json({**head, "summary": variants[0].result.summary, "variants": variants})
             return
+        for line in header_lines(head):
+            console.print(line, highlight=False)
         console.print(variants_table(head, variants, slo_obj is not None))
         for v in variants:
             for line in v.result.warnings:
@@ -149,6 +158,8 @@ def simulate_cmd(
         if json_out:
             emit_json({**head, "summary": points[-1].result.summary, "points": points})
             return
+        for line in header_lines(head):
+            console.print(line, highlight=False)
         console.print(points_table(head, points, slo_obj is not None))
         for p in points:
             for line in p.result.warnings:
@@ -160,6 +171,8 @@ def simulate_cmd(
     if json_out:
         emit_json({**head, "summary": result.summary, "sim": result})
         return
+    for line in header_lines(head):
+        console.print(line, highlight=False)
     console.print(summary_table(head, result.summary))
     for line in result_lines(result, slo_obj):
         console.print(line, highlight=False)

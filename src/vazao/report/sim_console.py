@@ -11,12 +11,14 @@ from vazao.units import fmt_rate, fmt_seconds
 LATENCIES = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
 
 
-def _title(head: dict) -> str:
-    return f"{head['deployment']} · workload {head['workload']} ({head['workload_description']})"
+def header_lines(head: dict) -> list[str]:
+    """What was simulated, printed above the tables (a table title would wrap to the table's width)."""
+    return [f"[bold]{head['deployment']}[/] · workload {head['workload']} ({head['workload_description']})",
+            head["config"]]
 
 
 def summary_table(head: dict, s: RunSummary) -> Table:
-    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    t = Table()
     t.add_column("latency")
     for col in ("mean", "p50", "p90", "p95", "p99"):
         t.add_column(col, justify="right")
@@ -53,7 +55,7 @@ def result_lines(r, slo) -> list[str]:
 
 
 def variants_table(head: dict, variants, goodput: bool) -> Table:
-    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    t = Table()
     cols = ["variant", "req/s", "out tok/s", "× first", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95",
             "E2E p95", "mean batch", "preempt"] + (["goodput"] if goodput else [])
     for c in cols:
@@ -71,7 +73,7 @@ def variants_table(head: dict, variants, goodput: bool) -> Table:
 
 
 def points_table(head: dict, points, goodput: bool) -> Table:
-    t = Table(title=_title(head), title_justify="left", caption=head["config"], caption_justify="left")
+    t = Table()
     kind = points[0].kind if points else "rate"
     cols = [kind, "req/s", "out tok/s", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95", "E2E p50", "E2E p95",
             "mean batch"] + (["goodput"] if goodput else [])
