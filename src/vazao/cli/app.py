@@ -64,6 +64,26 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+def parse_float_list(text: str, what: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise VazaoError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
+    if not values or any(not v > 0 for v in values):
+        raise VazaoError(f"{what} must be positive numbers, got {text!r}")
+    return values
+
+
+def check_positive(**values) -> None:
+    """Each named option, when given, must be > 0 (`--name` in the message)."""
+    for name, v in values.items():
+        if v is not None and v <= 0:
+            raise VazaoError(f"--{name.replace('_', '-')} must be positive, got {v}")
+
+
 def parse_int_list(text: str, what: str) -> list[int]:
     try:
         values = [int(float(x)) for x in text.split(",") if x.strip()]

@@ -16,23 +16,14 @@ from vazao.bench.preflight import BenchRefused
 from vazao.bench.records import read_log
 from vazao.bench.render import compare_table, summary_lines, summary_table, sweep_table
 from vazao.bench.session import DEFINITIONS, BenchConfig, BenchResult, run_bench
-from vazao.cli.app import _clean, app, console, emit_json, err_console, fail, parse_int_list
+from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, parse_float_list, parse_int_list
 from vazao.errors import VazaoError
 from vazao.results import SLO, RunSummary, summarize
 from vazao.units import parse_duration
 
-JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
 
 
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise VazaoError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise VazaoError(f"{what} must be positive numbers, got {text!r}")
-    return values
 
 
 def _headers(items: list[str] | None) -> dict[str, str]:
@@ -113,7 +104,7 @@ def bench_cmd(
             workload=workload, records_path=records_path, requests=requests,
             duration_s=parse_duration(duration) if duration else None, seed=seed,
             concurrency=parse_int_list(concurrency, "--concurrency") if concurrency else None,
-            rate=_floats(rate, "--rate") if rate else None, find_max=find_max,
+            rate=parse_float_list(rate, "--rate") if rate else None, find_max=find_max,
             slo=SLO.parse(slo) if slo else None, warmup=warmup,
             request_timeout_s=parse_duration(timeout), stall_timeout_s=parse_duration(stall_timeout),
             max_time_s=parse_duration(max_time), max_connections=max_connections,

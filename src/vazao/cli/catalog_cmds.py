@@ -7,10 +7,8 @@ import typer
 from vazao.catalog.formats import formats, support
 from vazao.catalog.hardware import accelerators, get_accelerator
 from vazao.catalog.models import models
-from vazao.cli.app import app, console, emit_json
+from vazao.cli.app import JSON, app, console, emit_json
 from vazao.report.console import formats_table, gpus_table, models_table
-
-JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 
 
 @app.command("models")

@@ -12,7 +12,7 @@ import typer
 from vazao.budget import analytic_summary, check_budget, load_budget, read_run, simulated_summary
 from vazao.catalog.hardware import accelerators, get_accelerator
 from vazao.catalog.prices import all_prices, get_price, load_prices, usd_str
-from vazao.cli.app import app, console, emit_json
+from vazao.cli.app import JSON, app, console, emit_json
 from vazao.cost.agent import AgentTask, bill_agent
 from vazao.cost.breakeven import bill_workload, break_even, choose_count
 from vazao.cost.conversation import Conversation, bill_conversation, levers
@@ -35,7 +35,6 @@ from vazao.report import cost_console as R
 from vazao.results import SLO
 from vazao.units import parse_count, parse_duration
 
-JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 PRICE = typer.Option(..., "--price", "-p", help="API price id or alias (see `vazao prices`).")
 PRICES_FILE = typer.Option(None, "--prices", help="Extra prices YAML (e.g. from `vazao prices import`).")
 CACHE = typer.Option(None, "--cache", help="Prompt caching with this TTL's write price: 5m, 1h, default …")

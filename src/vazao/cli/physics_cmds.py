@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from vazao.cli.app import app, console, emit_json, parse_int_list
-from vazao.errors import VazaoError
+from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_int_list
 from vazao.estimate import estimate
 from vazao.physics.memory import fit
 from vazao.report.console import estimate_footer, estimate_table, fit_lines, print_lines
@@ -23,13 +22,8 @@ ENGINE = typer.Option(None, "--engine", "-e",
                       help="Engine profile: vllm, sglang, trtllm, llama.cpp, naive, ideal "
                       "(default: llama.cpp for GGUF files, Apple and CPUs; vllm otherwise).")
 IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
-JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 
 
-def _positive(**values: int) -> None:
-    for name, v in values.items():
-        if v is not None and v <= 0:
-            raise VazaoError(f"--{name} must be a positive integer, got {v}")
 
 
 @app.command("fit")
@@ -39,7 +33,7 @@ def fit_cmd(
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
 ) -> None:
     """Does it fit? Weights, KV per token and per sequence, and how many sequences fit."""
-    _positive(count=count, context=context, tp=tp, pp=pp)
+    check_positive(count=count, context=context, tp=tp, pp=pp)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     f = fit(dep, context)
     if json_out:
@@ -60,7 +54,7 @@ def estimate_cmd(
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor."""
-    _positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
+    check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     est = estimate(dep, batches, input_tokens, output_tokens)

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from vazao.catalog.models import load_model
-from vazao.cli.app import app, console, emit_json, parse_int_list
+from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_float_list, parse_int_list
 from vazao.errors import VazaoError
 from vazao.report.sim_console import (
     header_lines,
@@ -30,24 +30,6 @@ from vazao.sim.config import parse_compare
 from vazao.sim.stats import thin
 from vazao.units import parse_bandwidth, parse_duration
 from vazao.workload import load_workload
-
-JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
-
-
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise VazaoError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise VazaoError(f"{what} must be positive numbers, got {text!r}")
-    return values
-
-
-def _positive(**values) -> None:
-    for name, v in values.items():
-        if v is not None and v <= 0:
-            raise VazaoError(f"--{name.replace('_', '-')} must be positive, got {v}")
 
 
 def _spec(k: int | None, alpha: float | None, draft: str | None, ratio: float | None) -> SpecConfig | None:
@@ -105,9 +87,9 @@ def simulate_cmd(
 ) -> None:
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
     speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model."""
-    _positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
+    check_positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
               max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue)
-    rates = _floats(rate, "--rate") if rate else []
+    rates = parse_float_list(rate, "--rate") if rate else []
     concs = parse_int_list(concurrency, "--concurrency") if concurrency else []
     if rates and concs:
         raise VazaoError("give --rate or --concurrency, not both")
