@@ -32,6 +32,7 @@ from vazao.cost.training import training_cost
 from vazao.cost.usage import bill_usage
 from vazao.errors import VazaoError
 from vazao.report import cost_console as R
+from vazao.report.console import print_lines
 from vazao.results import SLO
 from vazao.units import parse_count, parse_duration
 
@@ -139,7 +140,7 @@ def _show_bill(bill, title: str, json_out: bool, per_day: int | None, extra: dic
         emit_json({**d, **(extra or {})})
         return
     console.print(R.bill_table(bill, title))
-    R.print_lines(console, R.bill_footer(bill, per_day, per_day_usd))
+    print_lines(console, R.bill_footer(bill, per_day, per_day_usd))
     if after:
         after()
 
@@ -220,7 +221,7 @@ def bill_usage_cmd(
         emit_json(ub.to_json())
         return
     _show_bill(ub.bill, f"Usage log {log.name} on {table.id}", False, None)
-    R.print_lines(console, R.malformed_lines(ub.malformed, ub.malformed_lines))
+    print_lines(console, R.malformed_lines(ub.malformed, ub.malformed_lines))
 
 
 # ---- self-hosted, break-even, training ---------------------------------------------------------
@@ -327,7 +328,7 @@ def cost_selfhost_cmd(
         emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
                    **c.to_json()})
         return
-    R.print_lines(console, R.selfhost_lines(c))
+    print_lines(console, R.selfhost_lines(c))
 
 
 @cost_app.command("breakeven")
@@ -381,7 +382,7 @@ def cost_train_cmd(
     if json_out:
         emit_json(tc.to_json())
         return
-    R.print_lines(console, R.training_lines(tc))
+    print_lines(console, R.training_lines(tc))
 
 
 # ---- prefix advisor ---------------------------------------------------------------------------
@@ -411,12 +412,12 @@ def prefix_cmd(
     if json_out:
         emit_json(report.to_json())
         return
-    R.print_lines(console, R.prefix_lines(report))
+    print_lines(console, R.prefix_lines(report))
     if report.volatile:
         console.print(R.volatile_table(report.volatile))
-    R.print_lines(console, [f"[bold]advice:[/] {a}" for a in report.advice])
-    R.print_lines(console, [f"[dim]note: {n}[/]" for n in report.notes])
-    R.print_lines(console, R.malformed_lines(malformed, bad))
+    print_lines(console, [f"[bold]advice:[/] {a}" for a in report.advice])
+    print_lines(console, [f"[dim]note: {n}[/]" for n in report.notes])
+    print_lines(console, R.malformed_lines(malformed, bad))
 
 
 # ---- budgets ----------------------------------------------------------------------------------
@@ -473,9 +474,9 @@ def budget_check_cmd(
         emit_json(result.to_json())
     else:
         console.print(R.budget_table(result))
-        R.print_lines(console, [f"[dim]latency: {t.name} ← {t.latency_source}[/]"
+        print_lines(console, [f"[dim]latency: {t.name} ← {t.latency_source}[/]"
                                 for t in result.tasks if t.latency_source])
-        R.print_lines(console, [f"[yellow]note:[/] {n}" for n in result.notes])
+        print_lines(console, [f"[yellow]note:[/] {n}" for n in result.notes])
     if not result.passed:
         raise typer.Exit(1)
 

@@ -103,4 +103,4 @@ def estimate_footer(est) -> list[str]:
 
 def print_lines(console: Console, lines: list[str]) -> None:
     for line in lines:
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from rich.console import Console
 from rich.table import Table
 
 from vazao.units import fmt_rate
@@ -31,11 +30,6 @@ def pct(d: Decimal | float | None) -> str:
 
 def rate(d: Decimal | None) -> str:
     return "-" if d is None else f"{d:g}"
-
-
-def print_lines(console: Console, lines: Sequence[str]) -> None:
-    for ln in lines:
-        console.print(ln, highlight=False, soft_wrap=True)
 
 
 # ---- prices -----------------------------------------------------------------------------------
