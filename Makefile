@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,tokenizers,llama-server]'
+	$(BIN)/pip install -q -e '.[dev,tokenizers,llama-server,fast]'
 	touch $@ $(STAMP)
 
 install: $(STAMP)

@@ -49,6 +49,7 @@ def test_json_contract_single_run(fake_llm, wl, tmp_path):
     assert data["server"]["engine"] == "vllm"  # the fake server speaks vLLM's /metrics
     assert data["server"]["server_vs_client"]["generation_tokens_total"] == {"server": 9 * 8 + 8, "client": 80}
     assert data["client"]["us_per_chunk"] > 0 and 0 < data["client"]["share_of_core"] < 2
+    assert data["client"]["event_loop"] in ("asyncio", "uvloop")
     assert "guidellm" in data["definitions"]["peers"]
     assert json.loads(out.read_text())["summary"] == data["summary"]
     assert (tmp_path / "run.jsonl").is_file()

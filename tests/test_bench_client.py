@@ -129,3 +129,40 @@ def test_target_urls_hide_credentials():
     t = Target("https://user:pw@example.invalid/v1?key=abc")
     assert t.safe_url == "https://example.invalid/v1"
     assert Target("http://h:8080/v1").root_url == "http://h:8080"
+
+
+def test_connections_are_kept_alive_and_reused(fake_llm):
+    async def go():
+        async with StreamClient(Target(fake_llm.url)) as c:
+            recs = [(await c.send(f"r{i}", Prompt(max_tokens=4, text="x")))[0] for i in range(3)]
+            return recs, len(c._pool.open)
+
+    recs, connections = asyncio.run(go())
+    assert all(r.ok for r in recs) and connections == 1
+
+
+def test_stream_on_uvloop(fake_llm):
+    pytest.importorskip("uvloop")
+    from vazao.bench.loop import loop_name, run
+
+    async def go():
+        async with StreamClient(Target(fake_llm.url, model="fake-model")) as c:
+            rec, text = await c.send("r1", Prompt(max_tokens=8, text="one two three"), keep_text=True)
+            return rec, text, loop_name()
+
+    rec, text, name = run(go(), loop="uvloop")
+    assert name == "uvloop" and rec.ok and rec.output_tokens == 8 and len(rec.itl_s) == 7
+    assert text == " ".join(["tok"] * 8)
+
+
+def test_loop_choice(monkeypatch):
+    from vazao.bench.loop import loop_name, run
+
+    async def name():
+        return loop_name()
+
+    assert run(name(), loop="asyncio") == "asyncio"
+    monkeypatch.setenv("VAZAO_LOOP", "asyncio")
+    assert run(name()) == "asyncio"
+    with pytest.raises(ValueError):
+        run(name(), loop="tokio")

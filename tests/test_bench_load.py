@@ -56,6 +56,21 @@ def test_poisson_open_loop_follows_the_schedule(fake_llm, tmp_path):
     assert 0.5 < span < 2.5  # 40 arrivals at 40/s
 
 
+def test_poisson_open_loop_on_uvloop_is_never_early(fake_llm, tmp_path):
+    """uvloop's timers work in whole milliseconds and can wake a sleep up to one early."""
+    pytest.importorskip("uvloop")
+    from vazao.bench.loop import run
+
+    wl = workload(tmp_path, "arrival: {kind: poisson, rate: 80}\nprompt: 10\noutput: 5\nrequests: 60\nseed: 7")
+    cfg = BenchConfig(Target(fake_llm.url), workload=wl, records_path=tmp_path / "run.jsonl", progress=False)
+    res = run(run_bench(cfg), loop="uvloop")
+    assert res.event_loop == "uvloop" and res.to_json()["client"]["event_loop"] == "uvloop"
+    lv = res.levels[0]
+    assert lv.summary.requests == 60 and lv.summary.errors == 0
+    lags = [r.arrival_s - r.extra["scheduled_s"] for r in lv.records]
+    assert max(lags) < 0.05 and min(lags) >= 0
+
+
 def test_trace_replay_and_burst(fake_llm, tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_text("timestamp,prompt_tokens,output_tokens\n0,10,4\n0.1,12,6\n0.3,14,8\n")

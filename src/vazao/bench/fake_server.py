@@ -131,6 +131,7 @@ class _Stats:
             "gap_mean_s": self.gap_sum / self.gap_n if self.gap_n else None,
             "late_mean_s": self.late_sum / self.chunks if self.chunks else None,
             "late_max_s": self.late_max,
+            "process_cpu_s": time.process_time(),  # the server's own CPU so far (user + system)
         }
 
 

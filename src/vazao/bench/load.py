@@ -11,6 +11,7 @@ lines, excluded from summaries): nothing is dropped silently.
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import time
 from collections import Counter
@@ -91,6 +92,7 @@ async def run_level(
     ``arrival_s`` are sent at that time after the level starts (open loop); the rest take one of
     `concurrency` slots (closed loop). A spec with ``after`` waits for that request to finish, then
     ``think_time_s``, before it takes a slot. The first `warmup` specs are excluded from the summary."""
+    gc.collect()  # before the level's clock starts: it takes tens of ms (see gc.freeze below)
     level = dict(level or {})
     loop = asyncio.get_running_loop()
     pc = time.perf_counter
@@ -188,6 +190,10 @@ async def run_level(
     progress.start(label, None if total is None else max(0, total - warmup))
     ticker = loop.create_task(_refresh(progress))
     stopped = "plan"
+    # Everything alive now (modules, the previous levels' records) leaves the garbage collector's
+    # view for the level: a full collection over it would pause the loop for tens of ms, late
+    # timestamps on every stream at once. What the level allocates is still collected.
+    gc.freeze()
     try:
         for i, spec in enumerate(plan):
             if pc() >= deadline:
@@ -200,8 +206,9 @@ async def run_level(
                     stopped = "duration"
                     break
                 delay = target - pc()
-                if delay > 0:
+                while delay > 0:  # uvloop's timers (whole ms) can wake up to a ms early: never send early
                     await asyncio.sleep(delay)
+                    delay = target - pc()
                 lags.append(pc() - target)
                 spawn(i, spec, False, target)
             elif getattr(spec, "after", None) in seen or sem is None:
@@ -232,6 +239,7 @@ async def run_level(
     finally:
         ticker.cancel()
         progress.finish()
+        gc.unfreeze()
     report = cpu.stop(client.chunks - chunks0)
     return LevelResult(
         level=level, records=records, warmup=warm, summary=summarize(records, slo), cpu=report,

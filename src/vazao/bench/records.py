@@ -13,6 +13,7 @@ written last). results.read_jsonl reads only ``record`` lines.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -27,6 +28,20 @@ __all__ = ["LogContents", "RecordLog", "read_log"]
 
 def _round(x: float) -> float:
     return round(x, 7)
+
+
+_FORMATS: dict[int, str] = {}
+
+
+def _fixed7(values: tuple[float, ...]) -> str:
+    """A JSON list of finite floats, each to 7 decimals, formatted in one call."""
+    n = len(values)
+    fmt = _FORMATS.get(n)
+    if fmt is None:
+        fmt = ",".join(["%.7f"] * n)
+        if n <= 4096:
+            _FORMATS[n] = fmt
+    return "[" + fmt % values + "]"
 
 
 class RecordLog:
@@ -44,20 +59,32 @@ class RecordLog:
         self._write({"kind": kind, **data})
 
     def record(self, rec: RequestRecord, kind: str = "record") -> None:
-        """RequestRecord.to_json()'s shape, built by hand: dataclasses.asdict deep-copies every gap."""
+        """RequestRecord.to_json()'s shape, built by hand: dataclasses.asdict deep-copies every gap,
+        and the gaps (a hundred a request, the bulk of the line) are written with one "%.7f" format
+        per line, the value round(g, 7) gives, at a quarter of the cost of json.dumps([round(g, 7) ...])."""
         first, end = rec.first_token_s, rec.end_s
-        self._write({
+        head = json.dumps({
             "kind": kind, "request_id": rec.request_id, "source": rec.source, "arrival_s": _round(rec.arrival_s),
             "prompt_tokens": rec.prompt_tokens, "output_tokens": rec.output_tokens,
-            "first_token_s": None if first is None else _round(first), "end_s": None if end is None else _round(end),
-            "itl_s": [_round(g) for g in rec.itl_s], "cached_prompt_tokens": rec.cached_prompt_tokens,
-            "error": rec.error, "status": rec.status, "extra": dict(rec.extra)})
+            "first_token_s": None if first is None else _round(first), "end_s": None if end is None else _round(end)},
+            allow_nan=False)
+        tail = json.dumps({"cached_prompt_tokens": rec.cached_prompt_tokens, "error": rec.error, "status": rec.status,
+                           "extra": dict(rec.extra)}, default=_default, allow_nan=False)
+        gaps = rec.itl_s
+        if all(map(math.isfinite, gaps)):
+            itl = _fixed7(tuple(gaps))
+        else:
+            itl = json.dumps([_round(g) for g in gaps], allow_nan=False)  # raises, as before
+        self._write_line(f'{head[:-1]}, "itl_s": {itl}, {tail[1:]}')
         self.written += 1
 
     def _write(self, obj: dict) -> None:
+        self._write_line(json.dumps(obj, default=_default, allow_nan=False))
+
+    def _write_line(self, line: str) -> None:
         if self._fh is None:
             return
-        self._fh.write(json.dumps(obj, default=_default, allow_nan=False) + "\n")
+        self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from vazao.bench import server_facts
 from vazao.bench.client import StreamClient, Target, load_tokenizer
 from vazao.bench.load import LevelResult, LoadOptions, find_max, run_level
+from vazao.bench.loop import loop_name
 from vazao.bench.preflight import Preflight, preflight
 from vazao.bench.progress import LiveProgress
 from vazao.bench.prompts import Dataset, PromptBuilder, TextMaker
@@ -80,6 +81,7 @@ class BenchResult:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     clock_origin: float | None = None  # time.perf_counter() at the run clock's zero
+    event_loop: str | None = None  # the loop the client ran on: uvloop | asyncio
 
     @property
     def sweep(self) -> bool:
@@ -112,7 +114,7 @@ class BenchResult:
                     "interrupted": self.interrupted},
             "errors": _merge_errors(self.levels),
             "tokens": self.token_sources(),
-            "client": _client_json(self.levels),
+            "client": _client_json(self.levels, self.event_loop),
             "server": self._server_json(),
             "warnings": self.warnings,
             "definitions": DEFINITIONS,
@@ -147,7 +149,7 @@ def _merge_errors(levels: list[LevelResult]) -> dict[str, int]:
     return dict(c.most_common())
 
 
-def _client_json(levels: list[LevelResult]) -> dict:
+def _client_json(levels: list[LevelResult], event_loop: str | None = None) -> dict:
     if not levels:
         return {}
     cpu = [lv.cpu for lv in levels]
@@ -161,6 +163,7 @@ def _client_json(levels: list[LevelResult]) -> dict:
         "us_per_chunk": cpu_s / chunks * 1e6 if chunks else None,
         "loop_lag_p99_s": max(lags) if lags else None,
         "peak_in_flight": max(lv.peak_in_flight for lv in levels),
+        "event_loop": event_loop,
     }
 
 
@@ -198,7 +201,8 @@ async def run_bench(cfg: BenchConfig, result: BenchResult | None = None) -> Benc
     maker = TextMaker(seed=workload.seed, tokenizer=tokenizer)
     deadline = time.perf_counter() + cfg.max_time_s if cfg.max_time_s else None
     drain = cfg.drain_s if cfg.drain_s is not None else min(cfg.request_timeout_s, 30.0)
-    meta = {"tool": "vazao bench", "url": cfg.target.safe_url, "api": cfg.target.api,
+    result.event_loop = loop_name()
+    meta = {"tool": "vazao bench", "url": cfg.target.safe_url, "api": cfg.target.api, "event_loop": result.event_loop,
             "workload": workload.name, "workload_description": workload.describe(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **cfg.meta}
     progress = LiveProgress(enabled=cfg.progress)

@@ -3,7 +3,6 @@ simulator uses, rebuild a summary from a run's records, and set runs (or a predi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import typer
 
 from vazao.bench.client import Target, error_kind
+from vazao.bench.loop import run as run_loop
 from vazao.bench.preflight import BenchRefused
 from vazao.bench.records import read_log
 from vazao.bench.render import compare_table, summary_lines, summary_table, sweep_table
@@ -121,7 +121,7 @@ def bench_cmd(
         fail(str(exc))
     result = BenchResult(cfg, None)
     try:
-        asyncio.run(run_bench(cfg, result))
+        run_loop(run_bench(cfg, result))  # uvloop when installed (the `fast` extra)
     except KeyboardInterrupt:
         err_console.print(f"interrupted: what was measured is in {records_path}")
         _show_log(records_path, cfg.slo, json_out)
