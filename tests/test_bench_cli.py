@@ -234,7 +234,7 @@ def test_compare_two_runs(fake_llm, wl, tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.stderr
 
 
-def test_compare_measured_with_simulated(fake_llm, wl, tmp_path):
+def test_compare_measured_with_simulated(fake_llm, wl, tmp_path, gemma_gguf):
     a = tmp_path / "m.json"
     assert bench(fake_llm.url, "-w", wl, "-o", str(a)).exit_code == 0
     r = runner.invoke(app, ["compare", str(a), "--simulate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b",
@@ -245,5 +245,10 @@ def test_compare_measured_with_simulated(fake_llm, wl, tmp_path):
     # the same workload file, seed and level: the same requests and prompt tokens
     assert runs[1]["summary"]["requests"] == runs[0]["summary"]["requests"] == 9
     assert runs[1]["summary"]["prompt_tokens"] == 9 * 16
+    # The issue's `--gpu local`: this host, probed, serving the GGUF the measured server would load.
+    r = runner.invoke(app, ["compare", str(a), "--simulate", "--gpu", "local", "--model", str(gemma_gguf), "--json"])
+    assert r.exit_code == 0, r.output
+    local = json.loads(r.stdout)["runs"][1]["summary"]
+    assert local["requests"] == 9 and local["ttft_s"]["p50"] > 0
     r = runner.invoke(app, ["compare", str(a), "--simulate"])
     assert r.exit_code == 2 and "--gpu" in r.stderr

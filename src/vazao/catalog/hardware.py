@@ -148,9 +148,13 @@ def _index() -> Mapping[str, str]:
 
 
 def get_accelerator(name: str) -> Accelerator:
-    """Resolve an id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090')."""
+    """Resolve an id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090'); 'local' probes this host."""
     key = norm(name)
     idx = _index()
     if key in idx:
         return accelerators()[idx[key]]
-    raise NotFoundError("GPU", name, idx.keys())
+    if key in ("local", "localhost", "host"):
+        from vazao.catalog.local import local_accelerator
+
+        return local_accelerator()
+    raise NotFoundError("GPU", name, [*idx.keys(), "local"])

@@ -1,0 +1,73 @@
+"""`--gpu local`: this host as an accelerator, with its bandwidth and FP32 peak measured on the spot.
+
+What a measured run on this machine (a llama.cpp server on its CPU, say) is compared against. The
+probe times a large array copy (memory bandwidth) and a matrix product (FP32 FLOP/s) with numpy,
+best of a few tries, about half a second in all; the figures carry 'measured' as their source."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from functools import cache
+from types import MappingProxyType
+
+import numpy as np
+
+from vazao.catalog.hardware import Accelerator, generations
+
+COPY_BYTES = 256 * 2**20
+MATMUL_N = 1024
+
+
+def _best(fn, tries: int) -> float:
+    best = float("inf")
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = 4) -> float:
+    """Bytes/s of a copy: each copy reads and writes `nbytes`."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # fault the pages in before timing
+    return 2 * nbytes / _best(lambda: np.copyto(dst, src), tries)
+
+
+def measure_fp32_flops(n: int = MATMUL_N, tries: int = 3) -> float:
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = a.T.copy()
+    a @ b
+    return 2.0 * n**3 / _best(lambda: a @ b, tries)
+
+
+@cache
+def local_accelerator() -> Accelerator:
+    """This host, probed once per process."""
+    bw = measure_bandwidth()
+    flops = measure_fp32_flops()
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    today = dt.date.today().isoformat()
+    return Accelerator(
+        id="local",
+        name=f"this host ({os.cpu_count()} CPUs)",
+        vendor="host",
+        kind="cpu",
+        generation="cpu-generic",
+        compute_capability=None,
+        memory_bytes=float(mem),
+        memory_bandwidth_bytes_per_s=bw,
+        peak_flops=MappingProxyType({"fp32": flops}),
+        interconnect="none",
+        interconnect_bytes_per_s=bw,
+        host_link_bytes_per_s=bw,  # memory is the host's own
+        usd_per_hour=None,
+        source=f"measured by vazao on this host: numpy copy of {COPY_BYTES >> 20} MiB, "
+               f"{MATMUL_N}² FP32 matmul, best of a few",
+        as_of=today,
+        aliases=("localhost", "host", "cpu"),
+        gen=generations()["cpu-generic"],
+    )

@@ -1,0 +1,37 @@
+"""`--gpu local`: this host probed as an accelerator, so a measured run on it has a prediction to sit beside."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.local import measure_bandwidth, measure_fp32_flops
+from vazao.cli import app
+
+
+def test_local_probe_is_measured_and_sane():
+    acc = get_accelerator("local")
+    assert acc is get_accelerator("localhost")  # probed once per process
+    # Any machine that runs this suite streams more than 1 GB/s and computes more than 1 GFLOP/s in FP32,
+    # and less than a datacenter GPU's HBM and tensor cores.
+    assert 1e9 < acc.memory_bandwidth_bytes_per_s < 5e12
+    assert 1e9 < acc.peak("fp32") < 1e14
+    assert acc.memory_bytes > 1e9
+    assert "measured" in acc.source and acc.as_of
+
+
+def test_probe_functions_scale_with_work():
+    # A copy twice as large takes about twice as long: the bandwidth figure stays within a factor of 3.
+    small, big = measure_bandwidth(32 * 2**20, 3), measure_bandwidth(64 * 2**20, 3)
+    assert 1 / 3 < small / big < 3
+    assert measure_fp32_flops(256, 2) > 0
+
+
+def test_estimate_on_local_uses_llama_cpp(gemma_gguf):
+    res = CliRunner().invoke(app, ["estimate", str(gemma_gguf), "--gpu", "local", "--batch", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["gpu"] == "local" and d["engine"] == "llama.cpp"
+    assert d["rows"][0]["decode_step_s"] > 0 and d["fit"]["fits"]
