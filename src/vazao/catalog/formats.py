@@ -18,7 +18,6 @@ from vazao.catalog.hardware import Accelerator
 from vazao.errors import NotFoundError, VazaoError
 
 KINDS = ("baseline", "weight_only", "weight_and_activation")
-STATUSES = ("native", "emulated", "unsupported")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ class Deployment:
     pp: int = 1
     # Exact weight bytes when known (a GGUF file's tensors); otherwise derived from the format.
     weights_bytes_override: float | None = None
-    max_context: int | None = None
     support_info: Support | None = field(default=None)
 
     def __post_init__(self) -> None:
