@@ -61,6 +61,7 @@ def gemma_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # Added by the bench engineer; everything below is the bench tests' own.
 
 LLAMA_START_TIMEOUT_S = 180
+LLAMA_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
 
 class LlamaServer:
@@ -75,6 +76,14 @@ class LlamaServer:
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
+    def death(self) -> str | None:
+        """None while the server runs; else its exit status and the tail of its log."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return f"llama_cpp.server died ({how}); the tail of its log:\n{self.log_text()[-3000:]}"
+
 
 def _free_port() -> int:
     import socket
@@ -84,11 +93,52 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _llama_build_problem() -> str | None:
+    """The installed llama.cpp must be the build scripts/install-llama-server.sh makes: a native
+    build on a CPU that reports AMX dies in ggml's AMX kernel on the first completion."""
+    import subprocess
+    import sys
+
+    probe = "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        return f"llama_cpp does not load (exit {out.returncode}): {out.stderr[-1500:]}"
+    if "AMX_INT8 = 1" in out.stdout or "AMX = 1" in out.stdout:
+        return ("the installed llama-cpp-python was built with AMX (a native or cached build, not "
+                f"scripts/install-llama-server.sh's): {out.stdout.strip()}")
+    return None
+
+
+def _first_completion(url: str, server: LlamaServer, deadline: float) -> None:
+    """One real completion, so a server that loads but dies when it computes fails here, with its
+    exit status and log, instead of as a connection reset in the middle of a test."""
+    import json
+    import time
+    import urllib.request
+
+    body = json.dumps({"prompt": "The capital of France is", "max_tokens": 4, "temperature": 0}).encode()
+    req = urllib.request.Request(url + "/completions", data=body, headers={"Content-Type": "application/json"})
+    while True:
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                data = json.loads(r.read())
+            if data.get("choices"):
+                return
+            pytest.fail(f"llama_cpp.server's first completion had no choices: {data}")
+        except OSError as exc:
+            time.sleep(1)  # let a dying server finish dying before the check
+            died = server.death()
+            if died:
+                pytest.fail(f"{died}\n(first completion: {exc})")
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server's first completion failed: {exc}")
+
+
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     """Starts llama-cpp-python's OpenAI-compatible server on a free loopback port with the Gemma 3
-    270M GGUF, waits for /v1/models, yields a LlamaServer, and stops it. Skips when
-    `llama-cpp-python[server]` is not installed."""
+    270M GGUF, waits for /v1/models and one real completion, yields a LlamaServer, and stops it.
+    Skips when `llama-cpp-python[server]` is not installed."""
     import importlib.util
     import json
     import subprocess
@@ -96,24 +146,31 @@ def llama_server(gemma_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     import time
     import urllib.request
 
-    for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
+    for mod in LLAMA_SERVER_MODULES:
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"the real llama.cpp server test needs llama-cpp-python[server] (missing {mod}): "
-                        "pip install 'llama-cpp-python[server]'")
+                        "scripts/install-llama-server.sh .venv")
+    problem = _llama_build_problem()
+    if problem:
+        pytest.fail(problem)
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
-    # By default a new request cancels the one streaming: a benchmark needs it off.
+    # By default a new request cancels the one streaming: a benchmark needs it off. One thread: with
+    # two, llama.cpp's OpenMP threads spin-wait for each other, and on a loaded 2-core machine a
+    # token took 600 ms instead of 25 (measured); one thread keeps the suite's time bounded.
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_gguf), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", "2", "--interrupt_requests", "False", "--n_ctx", "2048"],
+         "--port", str(port), "--n_threads", "1", "--interrupt_requests", "False", "--n_ctx", "2048"],
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
+    server = LlamaServer(url, log_path, proc)
     deadline = time.monotonic() + LLAMA_START_TIMEOUT_S
     try:
         while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+            died = server.death()
+            if died:
+                pytest.fail(died)
             try:
                 with urllib.request.urlopen(url + "/models", timeout=2) as r:
                     if json.loads(r.read()).get("data"):
@@ -123,7 +180,8 @@ def llama_server(gemma_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
             if time.monotonic() > deadline:
                 pytest.fail(f"llama_cpp.server did not answer /v1/models in {LLAMA_START_TIMEOUT_S} s")
             time.sleep(0.5)
-        yield LlamaServer(url, log_path, proc)
+        _first_completion(url, server, deadline)
+        yield server
     finally:
         proc.terminate()
         try:

@@ -50,6 +50,8 @@ def test_bench_against_llama_cpp(llama_server, tmp_path):
         "--records", str(tmp_path / "real.jsonl"), "-o", str(tmp_path / "real.json"),
         # min_tokens: the model may not end early, so every answer is the 32 tokens asked for
         "--extra-body", json.dumps({"min_tokens": OUT, "temperature": 0.0}), "--timeout", "120s"])
+    died = llama_server.death()
+    assert died is None, died  # a crash of the server reads as its exit status and log, not a reset
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     s = data["summary"]
