@@ -184,6 +184,22 @@ def read_json(path: Path | str, what: str = "JSON file", *, max_bytes: int = MAX
 # ---- YAML ----------------------------------------------------------------------------------------
 
 
+class GuardedLoader(yaml.SafeLoader):
+    """SafeLoader whose constructors never leak an IndexError, KeyError or AttributeError: a tagged
+    scalar PyYAML cannot build ('!!float' with no value, '!!bool', '!!timestamp x') becomes a
+    ConstructorError, which loads_yaml reports as invalid YAML at that line. The default loader of
+    loads_yaml/read_yaml; subclass it for a reader with constructors of its own."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (IndexError, KeyError, AttributeError):
+            shown = repr(node.value) if isinstance(node, yaml.ScalarNode) else type(node).__name__
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot build a {node.tag.rsplit(':', 1)[-1]} from {shown[:40]}", node.start_mark,
+            ) from None
+
+
 def _check_tree(node: yaml.Node, what: str, max_depth: int, max_nodes: int) -> None:
     """Refuse deep nesting and alias bombs on the composed node graph, before anything is built:
     an alias is the same node object seen again, so the expanded size is counted per object."""
@@ -225,12 +241,12 @@ def _children(n: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def loads_yaml(text: str, what: str, *, loader: type = yaml.SafeLoader, max_depth: int = MAX_DEPTH,
+def loads_yaml(text: str, what: str, *, loader: type | None = None, max_depth: int = MAX_DEPTH,
                max_nodes: int = MAX_YAML_NODES) -> Any:
     """Safe YAML, one document, with nesting and alias expansion bounded before construction.
     Non-finite floats (.inf, .nan) are refused: no count, size or price is infinite."""
     try:
-        ld = loader(text)
+        ld = (loader or GuardedLoader)(text)
         try:
             node = ld.get_single_node()
             if node is None:
@@ -268,7 +284,7 @@ def _first_non_finite(obj: Any) -> str | None:
     return None
 
 
-def read_yaml(path: Path | str, what: str = "YAML file", *, loader: type = yaml.SafeLoader,
+def read_yaml(path: Path | str, what: str = "YAML file", *, loader: type | None = None,
               max_bytes: int = MAX_FILE_BYTES) -> Any:
     return loads_yaml(read_text(path, what, max_bytes=max_bytes), f"{what} {_show(path)}", loader=loader)
 
@@ -383,3 +399,17 @@ def number_list(text: str, what: str, *, minimum: float | None = None, maximum: 
     return [number(x, what, minimum=0 if minimum is None else minimum, maximum=maximum, integer=integer,
                    exclusive_min=exclusive_min if minimum is None else False)
             for x in split_list(text, what, max_items=max_items)]
+
+
+def input_stream(path: Path | str, what: str = "log") -> Path:
+    """A path a user named as a file to read: a regular file or a pipe (`<(zcat log.gz)`, /dev/stdin
+    fed by a pipe). Devices are refused up front ("not a regular file"): /dev/null is no config and
+    /dev/zero would otherwise be read up to the size bound. A pipe is still read within that bound."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return input_file(p, what)  # says which: missing, too long a name, unreadable
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return input_file(p, what, allow_special=True)
+    return input_file(p, what)
