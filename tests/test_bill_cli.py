@@ -81,7 +81,7 @@ def test_unknown_price_suggests_closest():
 
 def test_negative_tokens_and_cache_without_price_are_refused():
     res = runner.invoke(app, [*CONVERSATION[:-1], "-5"])
-    assert res.exit_code == 2 and "non-negative" in res.output
+    assert res.exit_code == 2 and "--reply must be at least 0" in res.output
     res = runner.invoke(app, ["bill", "conversation", "--price", "mistral-large-3", "--system", "10",
                               "--turns", "2", "--user", "1", "--reply", "1", "--cache", "5m"])
     assert res.exit_code == 0  # it lists a cache read price and charges writes as input
@@ -141,4 +141,63 @@ def test_example_usage_log():
 
 def test_usage_log_missing_file():
     res = runner.invoke(app, ["bill", "usage", "/nonexistent/usage.jsonl", "--price", "gpt-5"])
-    assert res.exit_code == 2 and "cannot read usage log" in res.output
+    assert res.exit_code == 2 and "usage log /nonexistent/usage.jsonl does not exist" in res.output
+
+
+# ---- each line at its own model's price ------------------------------------------------------------
+def _usage_line(model: str | None, prompt: int, completion: int, cached: int = 0) -> str:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "prompt_tokens_details": {"cached_tokens": cached}}
+    return json.dumps({"model": model, "usage": usage} if model else {"usage": usage})
+
+
+def test_usage_lines_are_priced_by_their_own_model(tmp_path):
+    """A gpt-5-mini line was once billed at --price gpt-5: $0.002325 instead of $0.000465."""
+    # The catalog's rates (src/vazao/catalog/data/prices.yaml), USD per million tokens:
+    # gpt-5 input 1.25, output 10; gpt-5-mini input 0.25, output 2, cache_read 0.025.
+    gpt5, mini = get_price("gpt-5").base, get_price("gpt-5-mini").base
+    assert (gpt5.input, gpt5.output) == (Decimal("1.25"), Decimal("10"))
+    assert (mini.input, mini.output, mini.cache_read) == (Decimal("0.25"), Decimal("2"), Decimal("0.025"))
+    log = tmp_path / "usage.jsonl"
+    log.write_text("\n".join([
+        _usage_line("gpt-5-mini", 900, 120),  # 900 × 0.25 + 120 × 2 = 465 µ$ → $0.000465
+        _usage_line("gpt-5", 900, 120),  # 900 × 1.25 + 120 × 10 = $0.002325
+        _usage_line("gpt-5-mini-2025-08-07", 1000, 100, cached=200),  # 800 × 0.25 + 200 × 0.025 + 100 × 2: $0.000405
+        _usage_line("acme-llm-9000", 1000, 0),  # unknown: the fallback gpt-5, 1000 × 1.25 = $0.00125
+        _usage_line(None, 2000, 0),  # no model: the fallback, $0.0025
+    ]) + "\n", encoding="utf-8")
+    ub = bill_usage(log, get_price("gpt-5"))
+    by_label = {ln.label: ln.total_usd for ln in ub.bill.lines}
+    assert by_label == {"gpt-5-mini": Decimal("0.000465"), "gpt-5": Decimal("0.002325"),
+                        "gpt-5-mini-2025-08-07": Decimal("0.000405"), "acme-llm-9000": Decimal("0.00125"),
+                        "(no model field)": Decimal("0.0025")}
+    assert ub.bill.total_usd == Decimal("0.006945")
+    assert (ub.fallback_requests, set(ub.fallback_models)) == (2, {"acme-llm-9000", "(no model field)"})
+    d = run_json(["bill", "usage", str(log), "--price", "gpt-5", "--json"])
+    assert Decimal(d["total_usd"]) == Decimal("0.006945")
+    assert d["prices"]["gpt-5-mini-2025-08-07"] == "gpt-5-mini" and d["prices"]["acme-llm-9000"] == "gpt-5"
+    assert d["fallback"] == {"price": "gpt-5", "requests": 2, "models": ["acme-llm-9000", "(no model field)"]}
+    res = runner.invoke(app, ["bill", "usage", str(log), "--price", "gpt-5"])
+    assert res.exit_code == 0, res.output
+    assert "2 line(s) billed at the fallback --price gpt-5" in res.output and "acme-llm-9000" in res.output
+
+
+def test_usage_without_a_fallback_price(tmp_path):
+    log = tmp_path / "usage.jsonl"
+    log.write_text(_usage_line("gpt-5-mini", 900, 120) + "\n", encoding="utf-8")
+    d = run_json(["bill", "usage", str(log), "--json"])  # every line priced by its model: no --price needed
+    assert Decimal(d["total_usd"]) == Decimal("0.000465") and d["fallback"]["requests"] == 0
+    log.write_text(_usage_line("acme-llm-9000", 900, 120) + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["bill", "usage", str(log)])
+    assert res.exit_code == 2 and "no price for model 'acme-llm-9000'" in res.output and "--price" in res.output
+
+
+def test_usage_log_with_no_readable_line_is_an_error(tmp_path):
+    log = tmp_path / "usage.jsonl"
+    log.write_text("{not json\n" + json.dumps({"model": "gpt-5"}) + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["bill", "usage", str(log), "--price", "gpt-5"])
+    assert res.exit_code == 2, res.output
+    assert "no line holds a usage object (2 non-empty lines; line 1: invalid JSON)" in res.output
+    log.write_text("\n\n", encoding="utf-8")
+    res = runner.invoke(app, ["bill", "usage", str(log), "--price", "gpt-5"])
+    assert res.exit_code == 2 and "is empty" in res.output

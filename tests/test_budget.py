@@ -112,7 +112,7 @@ def test_cost_cap_and_negative_margin_are_misses():
     (BASE.replace("  - name: t", "  - name: t\n    latency_p95: 1s"), "budget:4: unknown field 'latency_p95'"),
     (BASE + "extra: 1\n", "budget:8: unknown field 'extra'"),
     ("tasks: []\n", "'tasks' must be a non-empty list"),
-    ("tasks: [\n", "budget: line"),
+    ("tasks: [\n", "budget is not valid YAML (line 2"),
 ])
 def test_bad_budget_files_name_the_line(bad, message):
     with pytest.raises(VazaoError) as exc:
@@ -126,7 +126,7 @@ def test_bad_budget_through_the_cli(tmp_path):
     res = runner.invoke(app, ["budget", "check", str(f)])
     assert res.exit_code == 2 and f"{f}:4: ttft_p95: unknown time unit" in res.output
     res = runner.invoke(app, ["budget", "check", str(f.with_name("missing.yaml"))])
-    assert res.exit_code == 2 and "cannot read budget file" in res.output
+    assert res.exit_code == 2 and "budget file" in res.output and "missing.yaml does not exist" in res.output
     good = tmp_path / "good.yaml"
     good.write_text(BASE, encoding="utf-8")
     broken_run = tmp_path / "run.json"
@@ -150,3 +150,42 @@ def test_simulated_latency(tmp_path):
     assert json.loads(res.stdout)["tasks"][0]["latency_source"].startswith("simulated: llama-3.1-8b")
     res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate"])
     assert res.exit_code == 2 and "--model and --gpu" in res.output
+
+
+# ---- the error rate is part of every budget -------------------------------------------------------
+def _failing_run(tmp_path: Path, requests: int, errors: int) -> Path:
+    lat = Latency(0.1, 0.1, 0.2, 0.3, 0.4)  # the requests that succeeded were fast
+    s = RunSummary(requests=requests, errors=errors, duration_s=10.0, ttft_s=lat, itl_s=lat, tpot_s=lat,
+                   e2e_s=lat, request_throughput_per_s=0.6, output_tokens_per_s=60.0, total_tokens_per_s=100.0)
+    path = tmp_path / f"run-{errors}-of-{requests}.json"
+    path.write_text(json.dumps({"summary": s.to_json()}), encoding="utf-8")
+    return path
+
+
+def test_failed_requests_fail_the_budget(tmp_path):
+    f = tmp_path / "budget.yaml"
+    f.write_text(BASE, encoding="utf-8")
+    run = _failing_run(tmp_path, 12, 6)  # 6 of 12 requests answered HTTP 500
+    res = runner.invoke(app, ["budget", "check", str(f), "--measured", str(run), "--json"])
+    assert res.exit_code == 1, res.output
+    task = json.loads(res.stdout)["tasks"][0]
+    assert task["misses"] == ["error_rate: 50.0% (6 of 12 requests failed) > 0.0%"]
+    res = runner.invoke(app, ["budget", "check", str(f), "--measured", str(run)])
+    assert res.exit_code == 1 and "6 of 12 requests failed" in res.output
+    clean = _failing_run(tmp_path, 12, 0)
+    assert runner.invoke(app, ["budget", "check", str(f), "--measured", str(clean)]).exit_code == 0
+
+
+def test_max_error_rate_at_the_top_and_per_task(tmp_path):
+    run = _failing_run(tmp_path, 200, 2)  # 1%
+    b = parse_budget(BASE + "max_error_rate: 0.01\n")
+    assert b.tasks[0].max_error_rate == Decimal("0.01")
+    assert check_budget(b, measured_all=run).passed
+    strict = parse_budget(BASE.replace("    max_cost_usd:", "    max_error_rate: 0.005\n    max_cost_usd:")
+                          + "max_error_rate: 0.01\n")
+    result = check_budget(strict, measured_all=run)
+    assert not result.passed and result.tasks[0].misses == ["error_rate: 1.0% (2 of 200 requests failed) > 0.5%"]
+    # without a run there is nothing to count: the error rate is checked whenever latency is
+    assert check_budget(parse_budget(BASE)).tasks[0].passed
+    with pytest.raises(VazaoError, match="max_error_rate must be a fraction"):
+        parse_budget(BASE + "max_error_rate: 1.5\n")

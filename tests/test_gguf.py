@@ -197,7 +197,7 @@ def test_missing_architecture_keys_are_named():
 
 
 def test_file_errors(tmp_path):
-    with pytest.raises(VazaoError, match="no such file"):
+    with pytest.raises(VazaoError, match="does not exist"):
         read_gguf(tmp_path / "absent.gguf")
     empty = tmp_path / "empty.gguf"
     empty.write_bytes(b"")

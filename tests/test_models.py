@@ -518,14 +518,14 @@ def test_bad_values_and_bad_files(tmp_path):
         from_hf_config([1, 2, 3])  # type: ignore[arg-type]
     bad = tmp_path / "config.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(VazaoError, match="invalid JSON"):
+    with pytest.raises(VazaoError, match="not valid JSON"):
         read_hf_config(bad)
     listed = tmp_path / "list" / "config.json"
     listed.parent.mkdir()
     listed.write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(VazaoError, match="JSON object"):
         read_hf_config(listed)
-    with pytest.raises(VazaoError, match="no such file"):
+    with pytest.raises(VazaoError, match="does not exist"):
         read_hf_config(tmp_path / "absent" / "config.json")
 
 
@@ -571,5 +571,5 @@ def test_quantization_config_maps_to_format(tmp_path, quant, expected):
 
 
 def test_load_model_missing_json_path(tmp_path):
-    with pytest.raises(VazaoError, match="no such file"):
+    with pytest.raises(VazaoError, match="does not exist"):
         load_model(str(tmp_path / "nope.json"))

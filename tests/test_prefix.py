@@ -152,4 +152,4 @@ def test_prefix_bad_input():
                               "--unit", "word"])
     assert res.exit_code == 2 and "--unit" in res.output
     res = runner.invoke(app, ["prefix", "/nonexistent.jsonl", "--price", "sonnet-5.5"])
-    assert res.exit_code == 2 and "cannot read" in res.output
+    assert res.exit_code == 2 and "requests file /nonexistent.jsonl does not exist" in res.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from vazao.catalog.models import get_model
 from vazao.estimate import estimate, max_load_throughput
 from vazao.physics.deployment import make_deployment
 from vazao.physics.step import BatchShape, step_cost
-from vazao.results import SLO, Latency, summarize
+from vazao.results import SLO, Latency, pooled_gaps, summarize
 from vazao.sim import simulate
 from vazao.workload import load_workload, workload_from_dict
 
@@ -73,30 +75,24 @@ def test_same_seed_same_run(h100_8b):
     assert c.summary != a.summary
 
 
-def test_column_summary_equals_summarize_on_records(h100_8b):
+def test_summary_equals_summarize_on_the_expanded_records(h100_8b):
     r = simulate(h100_8b, load_workload("chat", requests=400, rate=20).with_overrides())
     slo = SLO.parse("ttft_p95=60ms,tpot_p95=9ms")
-    stats = r._stats
-    gaps = np.frombuffer(stats.gap_s, dtype=float)
-    weights = np.frombuffer(stats.gap_n, dtype=np.int64)
-    expected = summarize(r.records(), slo, itl_gaps=gaps, itl_weights=weights)
-    got = stats.summary(slo)
-    for key, value in expected.to_json().items():
-        if isinstance(value, dict):
-            for k, v in value.items():
-                assert got.to_json()[key][k] == pytest.approx(v, rel=1e-9), (key, k)
-        elif isinstance(value, str):
-            assert got.to_json()[key] == value
-        else:
-            assert got.to_json()[key] == pytest.approx(value, rel=1e-9), key
-    assert 0 < got.goodput_requests_per_s < got.request_throughput_per_s
+    plain = [replace(x, itl_s=tuple(x.itl_s)) for x in r.records()]  # the gaps as one float per token
+    assert summarize(plain) == summarize(r.records()) == r.summary
+    with_slo = summarize(r.records(), slo)
+    assert summarize(plain, slo) == with_slo
+    gaps = [g for x in plain for g in x.itl_s]
+    assert r.summary.itl_s.p99 == pytest.approx(float(np.percentile(gaps, 99)), rel=1e-12)
+    assert 0 < with_slo.goodput_requests_per_s < with_slo.request_throughput_per_s
 
 
 def test_pooled_itl_counts_every_gap_once(h100_8b):
     w = load_workload("chat", requests=200)
     r = simulate(h100_8b, w)
-    gaps = int(np.frombuffer(r._stats.gap_n, dtype=np.int64).sum())
-    assert gaps == sum(rec.output_tokens - 1 for rec in r.records())
+    _, weights = pooled_gaps(r.records())
+    assert int(weights.sum()) == sum(rec.output_tokens - 1 for rec in r.records())
+    assert all(len(rec.itl_s) == rec.output_tokens - 1 for rec in r.records())
 
 
 @settings(max_examples=60, deadline=None)

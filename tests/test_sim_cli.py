@@ -102,7 +102,7 @@ def test_console_output_and_records(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--rate", "-2"], "--rate must be positive"),
+    (["--rate", "-2"], "--rate must be greater than 0"),
     (["--rate", "1,2", "--concurrency", "4"], "not both"),
     (["--compare", "batching=sometimes"], "batching= takes static|continuous"),
     (["--compare", "colour=red"], "unknown --compare axis 'colour'"),
@@ -114,7 +114,7 @@ def test_console_output_and_records(tmp_path):
     (["--disagg", "1:1"], "needs 2 replicas"),
     (["--disagg", "one"], "PREFILL:DECODE"),
     (["--kv-layout", "reserved", "--gpu", "l4"], "not even one request fits"),
-    (["--max-seqs", "0"], "--max-seqs must be positive"),
+    (["--max-seqs", "0"], "--max-seqs must be greater than 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     res = runner.invoke(app, [*BASE, "--requests", "5", *args])

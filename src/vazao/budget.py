@@ -18,11 +18,16 @@ Budget file:
         success_rate: 0.9             # optional: share of tasks that succeed (default 1)
         max_cost_usd: "0.02"          # optional cap on the cost per task
         min_margin_usd: "0"           # optional floor on the margin (default 0 when value is given)
+        max_error_rate: 0.01          # optional: share of a run's requests allowed to fail (default 0)
+
+The error rate is part of every budget: whenever a run (measured or simulated) is checked, its failed
+requests over its requests must not exceed `max_error_rate` (the task's, else the file's top-level
+one, else 0): a run whose requests failed cannot pass on the latencies of the few that succeeded.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,15 +35,23 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from vazao import inputs
 from vazao.catalog.prices import LineDict, PriceTable, get_price, money, read_yaml, usd_str
 from vazao.cost.ledger import Charge, TokenLedger, price_request
 from vazao.errors import VazaoError
 from vazao.results import Latency, RunSummary
 from vazao.units import fmt_seconds, parse_count, parse_duration
 
-TOP_KEYS = frozenset({"price", "measured", "tasks", "description"})
+TOP_KEYS = frozenset({"price", "measured", "tasks", "description", "max_error_rate"})
 TASK_KEYS = frozenset({"name", "description", "price", "tokens", "calls", "value_usd", "success_rate",
-                       "max_cost_usd", "min_margin_usd", "measured", "batch", "cache_ttl"})
+                       "max_cost_usd", "min_margin_usd", "measured", "batch", "cache_ttl", "max_error_rate"})
+MAX_BUDGET_BYTES = 4 * 2**20  # a budget file is a few kB
+MAX_TASKS = 10_000
+MAX_TASK_TOKENS = 2**40  # tokens of one category in one task (10^12: far past any task)
+MAX_CALLS = 1_000_000
+MAX_USD = Decimal(10**12)
+MAX_LIMIT_S = 1e7  # a latency limit (~116 days)
+MAX_RUN_BYTES = 256 * 2**20  # a `vazao bench --json` output may carry every record
 TOKEN_KEYS = ("cached_input", "new_input", "output", "cache_write", "reasoning")
 LATENCY_KEY = re.compile(r"^(ttft|total|tpot|itl)_(p50|p90|p95|p99|mean)$")
 # budget metric -> RunSummary field
@@ -60,6 +73,7 @@ class TaskBudget:
     cache_ttl: str | None = None
     calls: int = 1  # LLM requests the task's tokens are spread over (tiers and latency are per call)
     line: int = 0
+    max_error_rate: Decimal = Decimal(0)  # failed requests / requests a checked run may have
 
     @property
     def tokens_per_call(self) -> TokenLedger:
@@ -94,8 +108,10 @@ def _tokens(raw: Any, where: str, line: int) -> TokenLedger:
             n = parse_count(str(value)) if isinstance(value, (str, Decimal)) else value
         except VazaoError as exc:
             raise _err(where, kline, f"tokens.{key}: {exc}") from None
-        if not isinstance(n, (int, float)) or n < 0 or n != int(n):
+        if not isinstance(n, (int, float)) or not math.isfinite(n) or n < 0 or n != int(n):
             raise _err(where, kline, f"tokens.{key} must be a non-negative whole number of tokens, got {value!r}")
+        if n > MAX_TASK_TOKENS:
+            raise _err(where, kline, f"tokens.{key} must be at most {MAX_TASK_TOKENS:,} tokens, got {n:.3g}")
         counts[key] = int(n)
     return TokenLedger(new_input=counts.get("new_input", 0), cache_read=counts.get("cached_input", 0),
                        cache_write=counts.get("cache_write", 0), output=counts.get("output", 0),
@@ -111,16 +127,27 @@ def _duration(value: Any, key: str, where: str, line: int) -> float:
         seconds = parse_duration(value)
     except VazaoError as exc:
         raise _err(where, line, f"{key}: {exc}") from None
-    if seconds <= 0:
-        raise _err(where, line, f"{key}: must be positive")
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_LIMIT_S:
+        raise _err(where, line, f"{key}: must be a positive, finite duration (at most {MAX_LIMIT_S:g} s), "
+                   f"got {value[:40]!r}")
     return seconds
+
+
+def _fraction(raw: Any, key: str, where: str, line: int) -> Decimal:
+    """A share in [0, 1], written as a decimal (0.01) or an integer (0, 1)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, Decimal)) or not 0 <= raw <= 1:
+        raise _err(where, line, f"{key} must be a fraction in [0, 1], got {str(raw)[:40]!r}")
+    return Decimal(raw)
 
 
 def _money(value: Any, key: str, where: str, line: int) -> Decimal:
     try:
-        return money(value, key)
+        amount = money(value, key)
     except VazaoError as exc:
         raise _err(where, line, str(exc)) from None
+    if amount > MAX_USD:  # Decimal arithmetic past ~10^999999 overflows; no task is worth a trillion
+        raise _err(where, line, f"{key}: must be at most ${MAX_USD:,}, got {str(value)[:40]!r}")
+    return amount
 
 
 def _path(value: Any, base: Path | None, key: str, where: str, line: int) -> Path:
@@ -144,6 +171,10 @@ def parse_budget(text: str, where: str = "budget", base: Path | None = None,
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list) or not raw_tasks:
         raise _err(where, data.line_of("tasks"), "'tasks' must be a non-empty list")
+    if len(raw_tasks) > MAX_TASKS:
+        raise _err(where, data.line_of("tasks"), f"{len(raw_tasks):,} tasks; at most {MAX_TASKS:,}")
+    default_errors = (_fraction(data["max_error_rate"], "max_error_rate", where, data.line_of("max_error_rate"))
+                      if data.get("max_error_rate") is not None else Decimal(0))
     tasks, names = [], set()
     for raw in raw_tasks:
         if not isinstance(raw, LineDict):
@@ -174,16 +205,17 @@ def parse_budget(text: str, where: str = "budget", base: Path | None = None,
             raise _err(where, line, f"task {name!r} has no tokens budget")
         tokens = _tokens(raw["tokens"], where, raw.line_of("tokens"))
         calls = raw.get("calls", 1)
-        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
-            raise _err(where, raw.line_of("calls"), f"calls must be a positive integer, got {calls!r}")
+        if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= MAX_CALLS:
+            raise _err(where, raw.line_of("calls"), f"calls must be an integer from 1 to {MAX_CALLS:,}, "
+                       f"got {str(calls)[:40]!r}")
         value = _money(raw["value_usd"], "value_usd", where, raw.line_of("value_usd")) \
             if raw.get("value_usd") is not None else None
         success = Decimal(1)
         if raw.get("success_rate") is not None:
-            sr = raw["success_rate"]
-            if isinstance(sr, bool) or not isinstance(sr, (int, Decimal)) or not 0 <= sr <= 1:
-                raise _err(where, raw.line_of("success_rate"), f"success_rate must be a fraction in [0, 1], got {sr!r}")
-            success = Decimal(sr)
+            success = _fraction(raw["success_rate"], "success_rate", where, raw.line_of("success_rate"))
+        max_errors = default_errors
+        if raw.get("max_error_rate") is not None:
+            max_errors = _fraction(raw["max_error_rate"], "max_error_rate", where, raw.line_of("max_error_rate"))
         batch = raw.get("batch", False)
         if not isinstance(batch, bool):
             raise _err(where, raw.line_of("batch"), "batch must be true or false")
@@ -204,37 +236,61 @@ def parse_budget(text: str, where: str = "budget", base: Path | None = None,
             if raw.get("min_margin_usd") is not None else None,
             measured=_path(raw["measured"], base, "measured", where, raw.line_of("measured"))
             if raw.get("measured") else None,
-            batch=batch, cache_ttl=cache_ttl, calls=calls, line=line,
+            batch=batch, cache_ttl=cache_ttl, calls=calls, line=line, max_error_rate=max_errors,
         ))
     return Budget(tuple(tasks), measured, None)
 
 
 def load_budget(path: str | Path, extra_prices: Mapping[str, PriceTable] | None = None) -> Budget:
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VazaoError(f"cannot read budget file {p}: {exc.strerror or exc}") from None
-    b = parse_budget(text, str(p), p.parent, extra_prices)
+    text = inputs.read_text(inputs.input_stream(p, "budget file"), "budget file", max_bytes=MAX_BUDGET_BYTES)
+    b = parse_budget(text, f"budget file {inputs._show(p)}", p.parent, extra_prices)
     return Budget(b.tasks, b.measured, p)
 
 
 def read_run(path: str | Path) -> RunSummary:
     """A measured run: `vazao bench --json` output (an object with "summary") or a bare RunSummary."""
     p = Path(path).expanduser()
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VazaoError(f"cannot read run file {p}: {exc.strerror or exc}") from None
-    except ValueError:
-        raise VazaoError(f"run file {p} is not JSON") from None
+    where = f"run file {inputs._show(p)}"
+    data = inputs.read_json(inputs.input_stream(p, "run file"), "run file", max_bytes=MAX_RUN_BYTES)
     summary = data.get("summary", data) if isinstance(data, dict) else None
     if not isinstance(summary, dict) or "ttft_s" not in summary:
-        raise VazaoError(f"run file {p}: no RunSummary (expected a 'summary' object with ttft_s, e2e_s, …)")
-    try:
-        return RunSummary.from_json(summary)
-    except (TypeError, KeyError, ValueError) as exc:
-        raise VazaoError(f"run file {p}: malformed summary ({exc})") from None
+        raise VazaoError(f"{where}: no RunSummary (expected a 'summary' object with ttft_s, e2e_s, …)")
+    return summary_from_json(summary, where)
+
+
+_LATENCY_FIELDS = ("ttft_s", "itl_s", "tpot_s", "e2e_s")
+_RATE_FIELDS = ("duration_s", "request_throughput_per_s", "output_tokens_per_s", "total_tokens_per_s")
+
+
+def summary_from_json(d: Mapping[str, Any], where: str = "run") -> RunSummary:
+    """A RunSummary from its JSON, every number checked: counts whole and non-negative, errors at
+    most requests, times and rates finite and non-negative (a latency may be null: no data)."""
+    def num(key: str, value: Any, integer: bool = False) -> float | int:
+        return inputs.number(value, f"{where}: summary.{key}", minimum=0, integer=integer)
+
+    requests = int(num("requests", d.get("requests"), True))
+    errors = int(num("errors", d.get("errors", 0), True))
+    if errors > requests:
+        raise VazaoError(f"{where}: summary.errors ({errors:,}) exceeds summary.requests ({requests:,})")
+    lat = {}
+    for key in _LATENCY_FIELDS:
+        raw = d.get(key) or {}
+        if not isinstance(raw, Mapping):
+            raise VazaoError(f"{where}: summary.{key} must be an object of mean, p50, p90, p95, p99")
+        lat[key] = Latency(*(None if raw.get(q) is None else float(num(f"{key}.{q}", raw[q]))
+                             for q in ("mean", "p50", "p90", "p95", "p99")))
+    # null is how --json writes a rate it could not compute (no completed request): no throughput
+    rates = {k: 0.0 if d.get(k) is None else float(num(k, d[k])) for k in _RATE_FIELDS}
+    goodput = d.get("goodput_requests_per_s")
+    source = d.get("source", "measured")
+    return RunSummary(
+        requests=requests, errors=errors, **lat, **rates,
+        goodput_requests_per_s=None if goodput is None else float(num("goodput_requests_per_s", goodput)),
+        source=str(source)[:40] if isinstance(source, str) else "measured",
+        prompt_tokens=int(num("prompt_tokens", d.get("prompt_tokens", 0), True)),
+        output_tokens=int(num("output_tokens", d.get("output_tokens", 0), True)),
+    )
 
 
 def analytic_summary(dep, tokens: TokenLedger, concurrency: int = 1) -> RunSummary:
@@ -358,6 +414,8 @@ def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
         margin = task.success_rate * task.value_usd - cost
         floor = task.min_margin_usd if task.min_margin_usd is not None else Decimal(0)
         checks.append(Check("margin", _usd(floor), _usd(margin), margin >= floor))
+    if summary is not None:
+        checks.append(_error_check(task, summary))
     for key, limit in task.latency.items():
         metric, pct = key.split("_", 1)
         if summary is None:
@@ -369,6 +427,15 @@ def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
         else:
             checks.append(Check(key, fmt_seconds(limit), fmt_seconds(value), value <= limit))
     return TaskResult(task.name, task.price.id, task.tokens, charge, cost, margin, tuple(checks), source)
+
+
+def _error_check(task: TaskBudget, summary: RunSummary) -> Check:
+    limit = f"{float(task.max_error_rate):.1%}"
+    if summary.requests < 1:
+        return Check("error_rate", limit, "no requests in run", False)
+    rate = Decimal(summary.errors) / Decimal(summary.requests)
+    actual = f"{float(rate):.1%} ({summary.errors:,} of {summary.requests:,} requests failed)"
+    return Check("error_rate", limit, actual, rate <= task.max_error_rate)
 
 
 def check_budget(budget: Budget, measured: Mapping[str, Path] | None = None, measured_all: Path | None = None,

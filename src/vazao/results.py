@@ -13,13 +13,68 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 PERCENTILES = (50, 90, 95, 99)
 SOURCES = ("measured", "simulated", "analytic")
+
+
+class GapWindows(Sequence):
+    """A request's inter-token gaps held as windows onto shared arrays of step gaps.
+
+    In a simulator every sequence decoding in an engine step sees that step's duration as its gap,
+    so the gaps of 100,000 requests × hundreds of tokens are a few hundred thousand step durations
+    shared by all: a request keeps (track, start, stop) windows onto them, not one float per token.
+    It reads as the sequence of floats it stands for (len, iteration, indexing, ==), so JSON and SLO
+    checks see the gaps themselves; summarize() pools the windows without expanding them."""
+
+    __slots__ = ("tracks", "windows")
+
+    def __init__(self, tracks: Sequence[np.ndarray], windows: tuple[int, ...]):
+        self.tracks = tracks  # shared by every record of a run
+        self.windows = windows  # flat (track, start, stop) triples, in time order
+
+    def _spans(self) -> Iterator[np.ndarray]:
+        w = self.windows
+        for i in range(0, len(w), 3):
+            yield self.tracks[w[i]][w[i + 1]:w[i + 2]]
+
+    def __len__(self) -> int:
+        w = self.windows
+        return sum(w[i + 2] - w[i + 1] for i in range(0, len(w), 3))
+
+    def __iter__(self) -> Iterator[float]:
+        for span in self._spans():
+            yield from span.tolist()
+
+    def __getitem__(self, i):
+        return tuple(self)[i]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (GapWindows, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"GapWindows({len(self)} gaps)"
+
+    def max(self) -> float | None:
+        peaks = [float(s.max()) for s in self._spans() if s.size]
+        return max(peaks) if peaks else None
+
+
+def _max_gap(gaps: Sequence[float]) -> float | None:
+    if isinstance(gaps, GapWindows):
+        return gaps.max()
+    return max(gaps) if gaps else None
 
 
 @dataclass(frozen=True)
@@ -33,8 +88,9 @@ class RequestRecord:
     output_tokens: int
     first_token_s: float | None = None
     end_s: float | None = None
-    # Gaps between consecutive content chunks; empty when only summary times are kept.
-    itl_s: tuple[float, ...] = ()
+    # Gaps between consecutive content chunks; empty when only summary times are kept. The simulator
+    # fills it with a GapWindows (the same floats, held compactly); JSON always has the plain list.
+    itl_s: Sequence[float] = ()
     cached_prompt_tokens: int = 0
     error: str | None = None
     status: int | None = None
@@ -60,7 +116,8 @@ class RequestRecord:
         return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
 
     def to_json(self) -> dict:
-        d = asdict(self)
+        # not asdict(): it would deep-copy a GapWindows' shared tracks for every record
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["itl_s"] = list(self.itl_s)
         d["extra"] = dict(self.extra)
         return d
@@ -131,19 +188,22 @@ class SLO:
     @classmethod
     def parse(cls, text: str) -> SLO:
         from vazao.errors import VazaoError
+        from vazao.inputs import split_list
         from vazao.units import parse_duration
 
+        if not str(text).strip():
+            raise VazaoError("empty SLO; give e.g. ttft_p95=500ms,tpot_p95=50ms")
         limits: dict[str, float] = {}
-        for part in filter(None, (p.strip() for p in text.split(","))):
+        pcts = ", ".join(f"p{q}" for q in PERCENTILES)
+        for part in split_list(text, "--slo", max_items=32):
             if "=" not in part:
-                raise VazaoError(f"SLO term {part!r}: expected metric_pNN=duration, e.g. ttft_p95=500ms")
+                raise VazaoError(f"SLO term {part[:60]!r}: expected metric_pNN=duration, e.g. ttft_p95=500ms")
             key, value = (s.strip() for s in part.split("=", 1))
             metric, _, pct = key.partition("_")
-            if metric not in cls.METRICS or not (pct == "mean" or (pct.startswith("p") and pct[1:].isdigit())):
-                raise VazaoError(f"SLO term {key!r}: metric must be ttft|tpot|e2e|itl with _pNN or _mean")
+            if metric not in cls.METRICS or pct not in ("mean", *(f"p{q}" for q in PERCENTILES)):
+                raise VazaoError(f"SLO term {key[:60]!r}: metric must be ttft|tpot|e2e|itl with _mean or a "
+                                 f"percentile the summary has ({pcts})")
             limits[key] = parse_duration(value)
-        if not limits:
-            raise VazaoError("empty SLO")
         return cls(limits)
 
     def request_ok(self, r: RequestRecord) -> bool:
@@ -152,7 +212,7 @@ class SLO:
         for key, limit in self.limits.items():
             metric = key.split("_", 1)[0]
             if metric == "itl":
-                value = max(r.itl_s) if r.itl_s else r.tpot_s
+                value = _max_gap(r.itl_s) if len(r.itl_s) else r.tpot_s
             else:
                 value = getattr(r, f"{metric}_s")
             if value is not None and value > limit:
@@ -201,6 +261,50 @@ class RunSummary:
         return cls(**{k: v for k, v in kw.items() if k in known})
 
 
+def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Every inter-token gap of the records as (sorted distinct values, how many times each occurs).
+
+    Plain gaps count once each; a GapWindows adds one to every step its windows cover (a difference
+    array per shared track, so the cost is steps + windows, not tokens). Records that kept no gaps
+    stand for their (output tokens − 1) gaps with their TPOT. Whatever the producer, the same
+    multiset of gaps gives the same arrays, so a simulated run and its records read back from JSONL
+    summarise to the same numbers."""
+    plain: list[float] = []
+    tpot_v: list[float] = []
+    tpot_w: list[int] = []
+    diffs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for r in records:
+        gaps = r.itl_s
+        if isinstance(gaps, GapWindows):
+            w = gaps.windows
+            for i in range(0, len(w), 3):
+                track = gaps.tracks[w[i]]
+                entry = diffs.get(id(track))
+                if entry is None:
+                    entry = diffs[id(track)] = (track, np.zeros(len(track) + 1, dtype=np.int64))
+                entry[1][w[i + 1]] += 1
+                entry[1][w[i + 2]] -= 1
+        elif gaps:
+            plain.extend(gaps)
+        elif r.output_tokens >= 2 and (t := r.tpot_s) is not None:
+            tpot_v.append(t)
+            tpot_w.append(r.output_tokens - 1)
+    if plain or diffs:  # a producer that kept gaps: its TPOT stand-ins are not mixed in
+        tpot_v, tpot_w = [], []
+    values = [np.asarray(plain, dtype=float), np.asarray(tpot_v, dtype=float)]
+    weights = [np.ones(len(plain), dtype=np.int64), np.asarray(tpot_w, dtype=np.int64)]
+    for track, diff in diffs.values():
+        values.append(np.asarray(track, dtype=float))
+        weights.append(np.cumsum(diff)[:-1])
+    v, w = np.concatenate(values), np.concatenate(weights)
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    if not v.size:
+        return v, w.astype(np.int64)
+    uniq, inverse = np.unique(v, return_inverse=True)
+    return uniq, np.bincount(inverse, weights=w).astype(np.int64)
+
+
 def summarize(
     records: Sequence[RequestRecord],
     slo: SLO | None = None,
@@ -208,12 +312,13 @@ def summarize(
     itl_gaps: np.ndarray | None = None,
     itl_weights: np.ndarray | None = None,
 ) -> RunSummary:
-    """Percentiles and throughputs over a run's records.
+    """Percentiles and throughputs over a run's records: the one summary every producer (bench,
+    simulator, a records file read back) goes through.
 
-    duration_s defaults to first arrival → last completion. `itl_gaps` lets a producer that does
-    not keep per-record gaps (the simulator, for memory) pass the pooled gaps directly, and
-    `itl_weights` how many times each gap occurred (one engine step's gap is shared by its batch)."""
-    ok = [r for r in records if r.ok]
+    duration_s defaults to first arrival → last completion. ITL pools every gap of the ok records
+    (see pooled_gaps); `itl_gaps` (with `itl_weights`, how many times each occurred) overrides it."""
+    # the properties (ok, ttft_s, e2e_s, tpot_s) spelled out: the same arithmetic, once per record
+    ok = [r for r in records if r.error is None and r.first_token_s is not None and r.end_s is not None]
     errors = len(records) - len(ok)
     if duration_s is None:
         if records:
@@ -226,10 +331,7 @@ def summarize(
     out_tok = sum(r.output_tokens for r in ok)
     in_tok = sum(r.prompt_tokens for r in ok)
     if itl_gaps is None:
-        gaps = [g for r in ok for g in r.itl_s]
-        if not gaps:  # producers that kept no gaps: each request's TPOT stands for its gaps
-            gaps = [t for r in ok if (t := r.tpot_s) is not None for _ in range(r.output_tokens - 1)]
-        itl_gaps = np.asarray(gaps, dtype=float)
+        itl_gaps, itl_weights = pooled_gaps(ok)
 
     def rate(x: float) -> float:
         return 0.0 if math.isnan(dur) else x / dur
@@ -239,10 +341,10 @@ def summarize(
         requests=len(records),
         errors=errors,
         duration_s=float(duration_s),
-        ttft_s=Latency.of([r.ttft_s for r in ok]),
+        ttft_s=Latency.of([r.first_token_s - r.arrival_s for r in ok]),
         itl_s=Latency.of(itl_gaps, itl_weights),
-        tpot_s=Latency.of([t for r in ok if (t := r.tpot_s) is not None]),
-        e2e_s=Latency.of([r.e2e_s for r in ok]),
+        tpot_s=Latency.of([(r.end_s - r.first_token_s) / (r.output_tokens - 1) for r in ok if r.output_tokens >= 2]),
+        e2e_s=Latency.of([r.end_s - r.arrival_s for r in ok]),
         request_throughput_per_s=rate(len(ok)),
         output_tokens_per_s=rate(out_tok),
         total_tokens_per_s=rate(out_tok + in_tok),
@@ -253,10 +355,30 @@ def summarize(
     )
 
 
-def write_jsonl(path, records: Iterable[RequestRecord]) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r.to_json()) + "\n")
+def write_jsonl(path, records: Iterable[RequestRecord], what: str = "records file") -> int:
+    """Write records as JSONL, one per line; returns how many. A regular file is written under a
+    temporary name and renamed, so a failed write (a full disk) leaves no half file; a device
+    (/dev/null, /dev/full) is written in place. Any OSError is a VazaoError naming the file."""
+    from vazao.errors import VazaoError
+
+    p = Path(path)
+    special = p.exists() and not p.is_file()
+    target = p if special else p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    n = 0
+    try:
+        try:
+            with open(target, "w", encoding="utf-8") as fh:
+                for r in records:
+                    fh.write(json.dumps(r.to_json()) + "\n")
+                    n += 1
+            if not special:
+                os.replace(target, p)
+        finally:
+            if not special and target.exists():
+                target.unlink()
+    except OSError as exc:
+        raise VazaoError(f"cannot write {what} {p}: {exc.strerror or exc}") from None
+    return n
 
 
 def read_jsonl(path) -> tuple[list[RequestRecord], int]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vazao import limits
 from vazao.catalog.hardware import get_accelerator
 from vazao.catalog.models import load_model
+from vazao.inputs import number
 from vazao.physics.deployment import Deployment, make_deployment
 
 
@@ -32,10 +34,15 @@ def deployment_for(
     strict: bool = True,
 ) -> Deployment:
     """The deployment a CLI command describes. A GGUF file brings its own format and exact weight
-    bytes; a config.json with a quantization_config brings its format."""
+    bytes; a config.json with a quantization_config brings its format. Counts are checked (whole,
+    positive, within vazao.limits) before anything is loaded."""
+    count = int(number(count, "--count (accelerators)", minimum=1, maximum=limits.MAX_GPUS, integer=True))
+    if tp is not None:
+        tp = int(number(tp, "--tp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
+    pp = int(number(pp, "--pp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
     loaded = load_model(model)
     acc = get_accelerator(gpu)
-    chosen = fmt or loaded.weight_format or default_format(acc)
+    chosen = fmt if fmt is not None else (loaded.weight_format or default_format(acc))
     exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
     if engine is None:
         engine = default_engine(acc, loaded.origin)

@@ -10,6 +10,7 @@ import math
 import re
 
 from vazao.errors import VazaoError
+from vazao.limits import MAX_DURATION_S
 
 KB = 1e3
 MB = 1e6
@@ -35,51 +36,62 @@ _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
 def _split(text: str, what: str) -> tuple[float, str]:
-    m = re.fullmatch(rf"\s*{_NUM}\s*([a-zA-Zµ/]*)\s*", str(text))
+    m = re.fullmatch(rf"\s*{_NUM}\s*([a-zA-Zµ/]*)\s*", str(text)[:200])
     if not m:
-        raise VazaoError(f"cannot read {what} from {text!r}")
-    return float(m.group(1)), m.group(2).lower()
+        raise VazaoError(f"cannot read {what} from {str(text)[:60]!r}")
+    return _finite(float(m.group(1)), what, text), m.group(2).lower()
+
+
+def _finite(value: float, what: str, text) -> float:
+    """A quantity is a finite number: 1e400 (inf once read) is out of range, not infinite."""
+    if not math.isfinite(value):
+        raise VazaoError(f"{what} {str(text)[:60]!r} is out of range")
+    return float(value)
 
 
 def parse_bytes(text: str | float | int) -> float:
     """'80GB' -> 8e10, '40GiB' -> 42949672960, a bare number is bytes."""
     if isinstance(text, (int, float)):
-        return float(text)
+        return _finite(float(text), "size", text)
     value, unit = _split(text, "a size")
     if unit not in _BYTE_UNITS:
         raise VazaoError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
-    return value * _BYTE_UNITS[unit]
+    return _finite(value * _BYTE_UNITS[unit], "size", text)
 
 
 def parse_bandwidth(text: str | float | int) -> float:
     """'3.35TB/s' -> 3.35e12 bytes/s."""
     if isinstance(text, (int, float)):
-        return float(text)
+        return _finite(float(text), "bandwidth", text)
     value, unit = _split(text, "a bandwidth")
     unit = unit.removesuffix("/s").removesuffix("ps")
     if unit not in _BYTE_UNITS:
         raise VazaoError(f"unknown bandwidth unit in {text!r} (use e.g. 3.35TB/s, 900GB/s)")
-    return value * _BYTE_UNITS[unit]
+    return _finite(value * _BYTE_UNITS[unit], "bandwidth", text)
 
 
 def parse_duration(text: str | float | int) -> float:
     """'500ms' -> 0.5, '2m' -> 120, a bare number is seconds."""
     if isinstance(text, (int, float)):
-        return float(text)
-    value, unit = _split(text, "a duration")
-    if unit not in _TIME_UNITS:
-        raise VazaoError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, m, h)")
-    return value * _TIME_UNITS[unit]
+        seconds = _finite(float(text), "duration", text)
+    else:
+        value, unit = _split(text, "a duration")
+        if unit not in _TIME_UNITS:
+            raise VazaoError(f"unknown time unit {unit!r} in {str(text)[:60]!r} (use s, ms, us, m, h)")
+        seconds = value * _TIME_UNITS[unit]
+    if seconds > MAX_DURATION_S:
+        raise VazaoError(f"duration {str(text)[:60]!r} is longer than {MAX_DURATION_S:g} s (about 31 years)")
+    return seconds
 
 
 def parse_count(text: str | float | int) -> float:
     """'7B' -> 7e9, '1T' -> 1e12, '128k' -> 128000, '1e12' -> 1e12."""
     if isinstance(text, (int, float)):
-        return float(text)
+        return _finite(float(text), "count", text)
     value, unit = _split(text, "a count")
     if unit not in _COUNT_SUFFIX:
-        raise VazaoError(f"unknown count suffix {unit!r} in {text!r} (use k, M, B, T)")
-    return value * _COUNT_SUFFIX[unit]
+        raise VazaoError(f"unknown count suffix {unit!r} in {str(text)[:60]!r} (use k, M, B, T)")
+    return _finite(value * _COUNT_SUFFIX[unit], "count", text)
 
 
 def fmt_bytes(n: float, binary: bool = False) -> str:

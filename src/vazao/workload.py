@@ -21,17 +21,29 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vazao import inputs
 from vazao.errors import VazaoError
 
 DISTS = ("fixed", "uniform", "normal", "lognormal", "empirical")
 ARRIVALS = ("poisson", "concurrency", "burst", "trace")
 _BLOCK = 4096  # values drawn per numpy call; part of what makes a plan reproducible
+
+# Sane maxima, checked before a plan is drawn: a workload cannot ask a simulation or a bench for
+# 10^12 requests or 10^30-token prompts.
+MAX_REQUESTS = 10_000_000
+MAX_TOKENS = 2**24  # one prompt or answer (16.7M tokens: past every model's context)
+MAX_RATE = 1e6  # sessions per second
+MAX_CONCURRENCY = 1_000_000
+MAX_DURATION_S = 1e7  # ~116 days
+MAX_SEED = 2**63 - 1
+MAX_SIGMA = 10.0  # of log(length): e^10 already spans four orders of magnitude either way
+MAX_PREFIXES = 1_000
+MAX_WORKLOAD_BYTES = 4 * 2**20  # a workload YAML is a few hundred bytes
 
 
 # ---- core types ----------------------------------------------------------------------------------
@@ -63,7 +75,7 @@ class Dist:
             x = rng.lognormal(mu, self.sigma, size=n)
         else:
             x = rng.choice(np.asarray(self.values, dtype=float), size=n)
-        hi = self.max if self.max is not None else np.inf
+        hi = self.max if self.max is not None else MAX_TOKENS  # a lognormal tail stays inside int64
         return np.clip(np.rint(x), self.min, hi).astype(np.int64)
 
     def describe(self) -> str:
@@ -209,25 +221,21 @@ class Workload:
         if rate is not None and concurrency is not None:
             raise VazaoError("give either a rate (open loop) or a concurrency (closed loop), not both")
         if rate is not None:
-            if not (rate > 0 and math.isfinite(rate)):
-                raise VazaoError(f"rate must be a positive number of requests per second, got {rate}")
+            rate = inputs.positive(rate, "rate (requests per second)", maximum=MAX_RATE)
             w = replace(w, arrival=Arrival("poisson", rate=float(rate)))
         if concurrency is not None:
-            if concurrency < 1:
-                raise VazaoError(f"concurrency must be a positive integer, got {concurrency}")
+            concurrency = _positive_int(concurrency, "concurrency", MAX_CONCURRENCY)
             w = replace(w, arrival=Arrival("concurrency", concurrency=int(concurrency)))
         if requests is not None:
-            if requests < 1:
-                raise VazaoError(f"requests must be a positive integer, got {requests}")
-            w = replace(w, requests=int(requests))
+            w = replace(w, requests=_positive_int(requests, "requests", MAX_REQUESTS))
         if duration_s is not None:
-            if not duration_s > 0:
-                raise VazaoError(f"duration must be positive, got {duration_s}")
+            duration_s = inputs.positive(duration_s, "duration (seconds)", maximum=MAX_DURATION_S)
             w = replace(w, duration_s=float(duration_s))
         if seed is not None:
-            w = replace(w, seed=int(seed))
+            w = replace(w, seed=int(inputs.number(seed, "seed", minimum=0, maximum=MAX_SEED, integer=True)))
         if w.arrival.kind == "trace" and w.requests is None:
             w = replace(w, requests=len(w.arrival.timestamps))
+        _check_size(w)
         if not w.bounded and w.duration_s is None:
             raise VazaoError(f"workload {w.name}: set `requests` or `duration_s`")
         if (w.arrival.kind == "burst" and w.requests is None
@@ -330,6 +338,26 @@ class Workload:
         return rng.exponential(1.0 / self.arrival.rate, size=n)
 
 
+def _positive_int(value: Any, what: str, maximum: int) -> int:
+    return int(inputs.number(value, what, minimum=1, maximum=maximum, integer=True))
+
+
+def _check_size(w: Workload) -> None:
+    """A plan bounded only by its duration must still stay under MAX_REQUESTS sessions."""
+    if w.requests is not None or w.duration_s is None:
+        return
+    a = w.arrival
+    if a.kind == "poisson":
+        sessions = a.rate * w.duration_s
+    elif a.kind == "burst" and a.burst_size and a.burst_interval_s:
+        sessions = a.burst_size * (w.duration_s / a.burst_interval_s + 1)
+    else:
+        return
+    if sessions > MAX_REQUESTS:
+        raise VazaoError(f"workload {w.name}: {w.duration_s:g} s of {a.describe()} plans about {sessions:,.0f} "
+                         f"sessions, more than {MAX_REQUESTS:,}; set `requests` or a shorter duration")
+
+
 def _stream(rng: np.random.Generator, draw) -> Iterator:
     """Values drawn from a numpy generator _BLOCK at a time and handed out one by one."""
     while True:
@@ -341,20 +369,24 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+_TokensF = Annotated[float, Field(ge=0, le=MAX_TOKENS, allow_inf_nan=False)]
+
+
 class _DistModel(_Strict):
     dist: str
-    value: float | None = None
-    low: int | None = None
-    high: int | None = None
-    mean: float | None = None
-    std: float | None = None
-    median: float | None = None
-    sigma: float | None = None
-    values: list[int] | None = None
-    file: str | None = None
+    value: _TokensF | None = None
+    low: _Tokens | None = None
+    high: _Tokens | None = None
+    mean: _TokensF | None = None
+    std: _TokensF | None = None
+    median: _TokensF | None = None
+    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA, allow_inf_nan=False)] | None = None
+    values: list[_Tokens] | None = Field(None, max_length=MAX_REQUESTS)
+    file: str | None = Field(None, max_length=4096)
     column: str | None = None
-    min: int = 1
-    max: int | None = None
+    min: _Tokens = 1
+    max: _Tokens | None = None
 
     @field_validator("dist")
     @classmethod
@@ -389,12 +421,12 @@ class _DistModel(_Strict):
 
 class _ArrivalModel(_Strict):
     kind: str
-    rate: float | None = None
-    concurrency: int | None = None
-    size: int | None = None
-    interval_s: float | None = None
-    file: str | None = None
-    timestamps: list[float] | None = None
+    rate: Annotated[float, Field(le=MAX_RATE)] | None = None
+    concurrency: Annotated[int, Field(le=MAX_CONCURRENCY)] | None = None
+    size: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
+    interval_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
+    file: str | None = Field(None, max_length=4096)
+    timestamps: list[float] | None = Field(None, max_length=MAX_REQUESTS)
 
     @model_validator(mode="after")
     def _check(self) -> _ArrivalModel:
@@ -415,8 +447,8 @@ class _ArrivalModel(_Strict):
 
 
 class _PrefixModel(_Strict):
-    id: str
-    tokens: int
+    id: str = Field(max_length=256)
+    tokens: Annotated[int, Field(le=MAX_TOKENS)]
     share: float = 1.0
 
     @model_validator(mode="after")
@@ -428,12 +460,15 @@ class _PrefixModel(_Strict):
         return self
 
 
+_Seconds = Annotated[float, Field(le=MAX_DURATION_S)]
+
+
 class _DelayModel(_Strict):
     dist: str
-    value: float | None = None
-    mean: float | None = None
-    low: float | None = None
-    high: float | None = None
+    value: _Seconds | None = None
+    mean: _Seconds | None = None
+    low: _Seconds | None = None
+    high: _Seconds | None = None
 
     @model_validator(mode="after")
     def _check(self) -> _DelayModel:
@@ -459,9 +494,9 @@ class _DelayModel(_Strict):
 
 
 class _ConversationModel(_Strict):
-    turns: _DistModel | int
-    user: _DistModel | int | None = None
-    think_time_s: _DelayModel | float = 0.0
+    turns: _DistModel | Annotated[int, Field(le=MAX_REQUESTS)]
+    user: _DistModel | Annotated[int, Field(le=MAX_TOKENS)] | None = None
+    think_time_s: _DelayModel | _Seconds = 0.0
 
     @field_validator("think_time_s")
     @classmethod
@@ -472,17 +507,17 @@ class _ConversationModel(_Strict):
 
 
 class _WorkloadModel(_Strict):
-    name: str | None = None
-    description: str = ""
+    name: str | None = Field(None, max_length=256)
+    description: str = Field("", max_length=10_000)
     arrival: _ArrivalModel
-    prompt: _DistModel | int
-    output: _DistModel | int
-    prefixes: list[_PrefixModel] = []
+    prompt: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
+    output: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
+    prefixes: list[_PrefixModel] = Field([], max_length=MAX_PREFIXES)
     conversation: _ConversationModel | None = None
-    requests: int | None = None
-    duration_s: float | None = None
-    seed: int = 0
-    warmup: int = 0
+    requests: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
+    duration_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    warmup: Annotated[int, Field(le=MAX_REQUESTS)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> _WorkloadModel:
@@ -516,63 +551,78 @@ def _resolve(name: str, base: Path | None) -> Path:
     return p if p.is_absolute() or base is None else base / p
 
 
+def _csv_rows(text: str, what: str) -> list[dict]:
+    try:
+        return list(csv.DictReader(text.splitlines()))
+    except csv.Error as exc:  # a NUL byte, a field past csv's size limit
+        raise VazaoError(f"{what} is not a readable CSV: {exc}") from None
+
+
 def _read_lengths(path: Path, column: str | None, where: str) -> list[int]:
     """Lengths from a file: one integer per line, or a CSV column (header row)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VazaoError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
+    what = f"{where}: lengths file"
+    text = inputs.read_text(inputs.input_stream(path, what), what)
+    shown = inputs._show(path)
     out: list[int] = []
     if column:
-        rows = list(csv.DictReader(text.splitlines()))
+        rows = _csv_rows(text, f"{what} {shown}")
         if rows and column not in rows[0]:
-            raise VazaoError(f"{where}: {path} has no column {column!r} (columns: {', '.join(rows[0])})")
+            names = ", ".join(str(c)[:40] for c in list(rows[0])[:20])
+            raise VazaoError(f"{where}: {shown} has no column {column!r} (columns: {names})")
         cells = [(i + 2, r[column]) for i, r in enumerate(rows)]
     else:
         cells = [(i + 1, line.strip()) for i, line in enumerate(text.splitlines()) if line.strip()]
+    if len(cells) > MAX_REQUESTS:
+        raise VazaoError(f"{where}: {shown} holds {len(cells):,} lengths; at most {MAX_REQUESTS:,}")
     for line_no, cell in cells:
-        try:
-            v = int(float(cell))
-        except ValueError:
-            raise VazaoError(f"{where}: {path} line {line_no}: {cell!r} is not a token count") from None
-        if v <= 0:
-            raise VazaoError(f"{where}: {path} line {line_no}: token counts must be positive, got {v}")
-        out.append(v)
+        out.append(int(inputs.number(cell, f"{where}: {shown} line {line_no}: token count", minimum=1,
+                                     maximum=MAX_TOKENS, integer=True)))
     if not out:
-        raise VazaoError(f"{where}: {path} holds no lengths")
+        raise VazaoError(f"{where}: {shown} holds no lengths")
     return out
+
+
+def _timestamp(cell: Any, at: str) -> float:
+    try:
+        return float(inputs.number(cell, f"{at}: timestamp", minimum=0))
+    except VazaoError:
+        if isinstance(cell, str) and cell.strip():
+            try:
+                float(cell.strip().replace("_", ""))
+            except ValueError:
+                raise VazaoError(f"{at}: {cell.strip()[:40]!r} is not a timestamp") from None
+        raise
 
 
 def _read_trace(path: Path) -> tuple[list[float], list[int], list[int]]:
     """A trace: one timestamp (seconds) per line, or a CSV with a header holding `timestamp` and,
     optionally, `prompt_tokens` and `output_tokens` columns."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VazaoError(f"trace {path}: cannot read: {exc.strerror or exc}") from None
+    shown = inputs._show(path)
+    text = inputs.read_text(inputs.input_stream(path, "trace"), "trace")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(lines) > MAX_REQUESTS + 1:
+        raise VazaoError(f"trace {shown}: {len(lines):,} lines; at most {MAX_REQUESTS:,} arrivals")
     ts: list[float] = []
     prompts: list[int] = []
     outputs: list[int] = []
     if lines and "timestamp" in lines[0]:
-        reader = csv.DictReader(lines)
-        for i, row in enumerate(reader, start=2):
-            try:
-                ts.append(float(row["timestamp"]))
-                if row.get("prompt_tokens"):
-                    prompts.append(int(row["prompt_tokens"]))
-                if row.get("output_tokens"):
-                    outputs.append(int(row["output_tokens"]))
-            except (ValueError, TypeError):
-                raise VazaoError(f"trace {path} line {i}: cannot read {dict(row)}") from None
+        rows = _csv_rows("\n".join(lines), f"trace {shown}")
+        if rows and "timestamp" not in rows[0]:
+            raise VazaoError(f"trace {shown}: the header has no `timestamp` column")
+        for i, row in enumerate(rows, start=2):
+            at = f"trace {shown} line {i}"
+            ts.append(_timestamp(row.get("timestamp"), at))
+            if row.get("prompt_tokens"):
+                prompts.append(int(inputs.number(row["prompt_tokens"], f"{at}: prompt_tokens", minimum=1,
+                                                 maximum=MAX_TOKENS, integer=True)))
+            if row.get("output_tokens"):
+                outputs.append(int(inputs.number(row["output_tokens"], f"{at}: output_tokens", minimum=1,
+                                                 maximum=MAX_TOKENS, integer=True)))
         if prompts and len(prompts) != len(ts) or outputs and len(outputs) != len(ts):
-            raise VazaoError(f"trace {path}: prompt_tokens/output_tokens must be given on every line or none")
+            raise VazaoError(f"trace {shown}: prompt_tokens/output_tokens must be given on every line or none")
     else:
         for i, ln in enumerate(lines, start=1):
-            try:
-                ts.append(float(ln.split(",")[0]))
-            except ValueError:
-                raise VazaoError(f"trace {path} line {i}: {ln.strip()!r} is not a timestamp") from None
+            ts.append(_timestamp(ln.split(",")[0], f"trace {shown} line {i}"))
     return ts, prompts, outputs
 
 
@@ -639,11 +689,14 @@ def workload_from_dict(data: Mapping[str, Any], *, name: str = "custom", base: P
 
 def _explain(exc: ValidationError) -> str:
     parts = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors:
         loc = ".".join(str(x) for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
         # pydantic tries `int` before the distribution mapping: report the mapping's complaint
-        if err["type"] in ("int_type", "int_parsing") and any(
-                e["loc"][:len(err["loc"]) - 1] == err["loc"][:-1] and e is not err for e in exc.errors()):
+        # (a sibling error of the same union member, one level up)
+        if err["type"] in ("int_type", "int_parsing") and len(err["loc"]) > 1 and any(
+                e is not err and len(e["loc"]) >= len(err["loc"]) and e["loc"][:len(err["loc"]) - 1] == err["loc"][:-1]
+                for e in errors):
             continue
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
@@ -654,7 +707,18 @@ def _explain(exc: ValidationError) -> str:
             msg = f"expected a mapping of settings (a length may also be a plain integer), got {err['input']!r}"
         loc = loc.replace("._DistModel", "").replace("_DistModel", "")
         parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(dict.fromkeys(parts))
+    if not parts:
+        first = errors[0]
+        parts.append(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}")
+    return "; ".join(dict.fromkeys(parts))[:500]
+
+
+def _exists(path: Path) -> bool:
+    try:
+        path.stat()
+    except (OSError, ValueError):  # absent, a name too long for the file system, a NUL byte
+        return False
+    return True
 
 
 def builtin_workloads() -> list[str]:
@@ -666,26 +730,25 @@ def load_workload(spec: str, *, requests: int | None = None, rate: float | None 
                   concurrency: int | None = None, seed: int | None = None,
                   duration_s: float | None = None) -> Workload:
     """A built-in name (chat, rag, batch, agent, summarize, support) or a YAML path, with overrides."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise VazaoError("workload: give a built-in name or a YAML file")
+    if len(spec) > 4096:
+        raise VazaoError(f"workload {spec[:40]!r}… is {len(spec):,} characters: neither a built-in name nor a path")
     path = Path(spec).expanduser()
-    if path.suffix in (".yaml", ".yml") or path.exists() or "/" in spec:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise VazaoError(f"workload file {spec}: {exc.strerror or exc}") from None
-        where, name, base = f"workload {path.name}", path.stem, path.parent
+    if path.suffix in (".yaml", ".yml") or _exists(path) or "/" in spec:
+        what = "workload file"
+        text = inputs.read_text(inputs.input_stream(path, what), what, max_bytes=MAX_WORKLOAD_BYTES)
+        where, name, base = f"workload {inputs._show(path.name)}", path.stem[:256], path.parent
     else:
         if spec not in builtin_workloads():
             from vazao.errors import NotFoundError
 
+            if len(spec) > 256:
+                raise VazaoError(f"unknown workload {spec[:40]!r}… ({len(spec):,} characters)")
             raise NotFoundError("workload", spec, builtin_workloads())
         text = resources.files("vazao.examples").joinpath(f"{spec}.yaml").read_text(encoding="utf-8")
         where, name, base = f"workload {spec}", spec, None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark else ""
-        raise VazaoError(f"{where}: not valid YAML{at}") from None
+    data = inputs.loads_yaml(text, where, loader=inputs.GuardedLoader)
     w = workload_from_dict(data or {}, name=name, base=base, where=where)
     return w.with_overrides(requests=requests, rate=rate, concurrency=concurrency, seed=seed,
                             duration_s=duration_s)

@@ -32,7 +32,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from vazao import inputs
 from vazao.bench import h1
+from vazao.bench.redact import cut, header_secrets, redact, url_secrets
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
 
@@ -50,7 +52,8 @@ ERROR_KINDS = {
     "not_streaming": "the server answered with one JSON body instead of an event stream",
     "ignored_max_tokens": "the server generated more tokens than max_tokens asked for",
     "empty": "the stream finished without any content",
-    "cancelled": "the run ended (time limit or Ctrl-C) while the request was in flight",
+    "cancelled": "the run ended (time limit, Ctrl-C or SIGTERM) while the request was in flight",
+    "sse_line_too_long": "one server-sent event line was longer than the client accepts (8 MiB)",
 }
 
 API_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
@@ -76,9 +79,17 @@ class Target:
     def __post_init__(self) -> None:
         if self.api not in API_PATHS:
             raise VazaoError(f"--api must be chat or completions, got {self.api!r}")
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise VazaoError(f"not an http(s) URL: {self.safe_url!r}")
+        shown = _show_url(self.base_url)
+        if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in self.base_url):
+            raise VazaoError(f"URL {shown!r} holds a space or a control character")
+        try:
+            parts = urlsplit(self.base_url)
+            parts.port  # noqa: B018 (raises on a port that is not a number in range)
+            host = parts.hostname
+        except ValueError as exc:
+            raise VazaoError(f"URL {shown!r} is not valid: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.netloc or not host:
+            raise VazaoError(f"not an http(s) URL with a host: {shown!r} (e.g. http://127.0.0.1:8080/v1)")
 
     @property
     def url(self) -> str:
@@ -96,6 +107,11 @@ class Target:
         parts = urlsplit(self.base_url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
         return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+    def secrets(self) -> list[str]:
+        """What must never be written anywhere: the API key, every extra header's value, and
+        user:password in the URL."""
+        return [self.api_key() or "", *header_secrets(self.headers), *url_secrets(self.base_url)]
 
     def api_key(self) -> str | None:
         if not self.api_key_env:
@@ -138,12 +154,22 @@ class Prompt:
         return b
 
 
+def _show_url(url: str) -> str:
+    """A URL for an error message, before it is known to parse: no user:password, no query."""
+    head, sep, rest = url.partition("://")
+    if sep:
+        netloc, slash, path = rest.partition("/")
+        url = head + sep + netloc.rsplit("@", 1)[-1] + slash + path
+    return url.split("?", 1)[0].split("#", 1)[0][:200]
+
+
 def _flatten(messages: list[dict]) -> str:
     return "".join(f"{m.get('role', 'user')}: {m.get('content', '')}\n" for m in messages) + "assistant:"
 
 
 def load_tokenizer(path: str):
     """A `tokenizers` Tokenizer from a tokenizer.json (the optional extra)."""
+    inputs.input_file(path, "--tokenizer file")
     try:
         from tokenizers import Tokenizer
     except ImportError:
@@ -248,8 +274,9 @@ class StreamClient:
 
     def __init__(self, target: Target, *, origin: float | None = None, request_timeout_s: float = 600.0,
                  stall_timeout_s: float = 60.0, connect_timeout_s: float = 10.0,
-                 max_connections: int = 1024, tokenizer=None):
+                 max_connections: int = 1024, tokenizer=None, max_event_bytes: int = h1.MAX_SSE_LINE):
         self.target = target
+        self.max_event_bytes = max_event_bytes  # one server-sent event line; longer is an error
         self.origin = time.perf_counter() if origin is None else origin
         self.tokenizer = tokenizer
         self.timeout = aiohttp.ClientTimeout(total=request_timeout_s, sock_connect=connect_timeout_s)
@@ -314,7 +341,8 @@ class StreamClient:
         """Send one streaming request; returns its record and (when keep_text) the streamed text."""
         max_tokens = prompt.max_tokens
         body = json.dumps(prompt.body(self.target)).encode()
-        ex = h1.Exchange(max_tokens, self.target.api == "chat", keep_text or self.tokenizer is not None)
+        ex = h1.Exchange(max_tokens, self.target.api == "chat", keep_text or self.tokenizer is not None,
+                         self.max_event_bytes)
         status = error = None
         task = asyncio.current_task()
         t_call = time.perf_counter()
@@ -333,14 +361,15 @@ class StreamClient:
             if status != 200:
                 detail = _snippet(bytes(ex.body))
                 if 300 <= status < 400 and ex.headers.get("location"):
-                    detail = f"redirected to {ex.headers['location'][:120]}; {detail}"
+                    detail = f"redirected to {cut(ex.headers['location'], 120)}; {detail}"
                 raise _Abort(f"http_{status}", detail)
             if not ex.sse:
                 ctype = ex.headers.get("content-type", "")
                 raise _Abort("not_streaming", f"Content-Type {ctype or 'missing'}; "
                              f"body starts {_snippet(bytes(ex.body), 120)}")
             if ex.sbuf.strip():
-                raise _Abort("truncated", f"stream ended mid-line {ex.sbuf[:60]!r}")
+                raise _Abort("truncated", f"stream ended mid-line "
+                             f"{cut(bytes(ex.sbuf[:4096]).decode('utf-8', 'replace'), 60)!r}")
             if not ex.done and ex.finish is None:
                 raise _Abort("truncated", f"no [DONE] and no finish_reason after {ex.chunks} chunks")
             if ex.first is None:
@@ -364,6 +393,8 @@ class StreamClient:
                     task.uncancel()
         finally:
             watchdog.stop()
+        if error is not None:
+            error = redact(error)  # a server may echo the key or a header back in its error text
         try:
             await self._pacer.turn()
         except asyncio.CancelledError:  # the run is ending: this request's record is complete, keep it
@@ -378,8 +409,9 @@ class StreamClient:
         tokens_from = "chunks"
         out_tokens = chunks
         text = "".join(ex.pieces) if ex.pieces is not None else None
+        usage = _usage(usage)
         if usage and usage.get("completion_tokens") is not None:
-            out_tokens, tokens_from = int(usage["completion_tokens"]), "usage"
+            out_tokens, tokens_from = usage["completion_tokens"], "usage"
         elif self.tokenizer is not None and text:
             out_tokens, tokens_from = _count_tokens(self.tokenizer, text), "tokenizer"
         if error is None and out_tokens > max_tokens:
@@ -387,15 +419,14 @@ class StreamClient:
         prompt_tokens, prompt_from = prompt.tokens, prompt.tokens_from
         cached = 0
         if usage and usage.get("prompt_tokens") is not None:
-            prompt_tokens, prompt_from = int(usage["prompt_tokens"]), "usage"
-            details = usage.get("prompt_tokens_details") or {}
-            cached = int(details.get("cached_tokens") or 0)
+            prompt_tokens, prompt_from = usage["prompt_tokens"], "usage"
+            cached = usage.get("cached_tokens") or 0
         ex_ = {"chunks": chunks, "tokens_from": tokens_from, "prompt_tokens_from": prompt_from,
                "max_tokens": max_tokens}
         if finish:
             ex_["finish_reason"] = finish
         if rid:
-            ex_["response_id"] = str(rid)[:80]
+            ex_["response_id"] = cut(str(rid), 80)
         if prompt_from == "usage" and prompt.tokens:
             ex_["planned_prompt_tokens"] = prompt.tokens
         if extra:
@@ -421,10 +452,31 @@ class StreamClient:
         return rec, text
 
 
+_MAX_COUNT = 2**40
+
+
+def _token_count(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < _MAX_COUNT:
+        return None
+    return int(v)
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    """The server's token counts, kept only where they are counts (a hostile or broken server may
+    send strings, negatives or 1e300 there)."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    out = {"completion_tokens": _token_count(usage.get("completion_tokens")),
+           "prompt_tokens": _token_count(usage.get("prompt_tokens")),
+           "cached_tokens": _token_count(details.get("cached_tokens")) if isinstance(details, dict) else None}
+    return out
+
+
 def _snippet(raw: bytes, n: int = 200) -> str:
     """The gist of an error body: the message of an OpenAI-style error object, else its text."""
-    text = raw.decode("utf-8", "replace")
-    with contextlib.suppress(ValueError):
+    text = redact(raw.decode("utf-8", "replace"))  # before any cut: half a secret is still a leak
+    with contextlib.suppress(ValueError, RecursionError):
         obj = json.loads(text)
         err = obj.get("error") if isinstance(obj, dict) else None
         if isinstance(err, dict) and err.get("message"):

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -74,6 +74,8 @@ class FakeConfig:
     slots: int = 0  # 0: unlimited; else requests queue for one of this many slots
     chat_overhead: int = 4  # prompt tokens a chat template adds per message
     record_times: bool = False  # keep every content write time per stream id, for /stats/streams
+    echo_headers: bool = False  # error bodies repeat the request's headers (as some servers echo the key)
+    redirect_port: int = 0  # when set, /v1/models, /metrics and tokenize answer 307 to this port on 127.0.0.1
     model: str = "fake-model"
 
     @classmethod
@@ -308,10 +310,16 @@ class FakeServer:
         self.port: int | None = None
         self._rid = itertools.count(1)
         self.stream_times: dict[str, dict] = {}
+        self.seen: deque = deque(maxlen=256)  # (method, path, headers) of the latest requests, for tests
+
+    @web.middleware
+    async def _remember(self, request: web.Request, handler):
+        self.seen.append((request.method, request.path, dict(request.headers)))
+        return await handler(request)
 
     # ---- app -------------------------------------------------------------------------
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 2**20)
+        app = web.Application(client_max_size=64 * 2**20, middlewares=[self._remember])
         for prefix in ("", "/cfg/{cfg}"):
             app.router.add_post(prefix + "/v1/chat/completions", self._chat)
             app.router.add_post(prefix + "/v1/completions", self._completions)
@@ -347,8 +355,17 @@ class FakeServer:
 
     def _auth_error(self, request: web.Request, cfg: FakeConfig) -> web.Response | None:
         if cfg.api_key and request.headers.get("Authorization") != f"Bearer {cfg.api_key}":
+            if cfg.echo_headers:  # as OpenAI's own: "Incorrect API key provided: sk-…"
+                return _error(401, f"Incorrect API key provided: {request.headers.get('Authorization', '')}; "
+                              + _echo(request), "invalid_api_key")
             return _error(401, "invalid or missing API key", "invalid_api_key")
         return None
+
+    def _redirect(self, request: web.Request, cfg: FakeConfig) -> web.Response | None:
+        if not cfg.redirect_port:
+            return None
+        path = request.path.split("/", 3)[3] if request.path.startswith("/cfg/") else request.path.lstrip("/")
+        return web.Response(status=307, headers={"Location": f"http://127.0.0.1:{cfg.redirect_port}/{path}"})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         return await self._generate(request, chat=True)
@@ -372,7 +389,8 @@ class FakeServer:
             return _error(400, "request body is not JSON")
         if cfg.status:
             self.stats.statuses[cfg.status] += 1
-            return _error(cfg.status, f"configured status {cfg.status}")
+            echo = f"; {_echo(request)}" if cfg.echo_headers else ""
+            return _error(cfg.status, f"configured status {cfg.status}{echo}")
         if cfg.error_every and n % cfg.error_every == 0:
             self.stats.statuses[500] += 1
             return _error(500, "injected server error", "server_error")
@@ -453,7 +471,7 @@ class FakeServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         cfg, _ = self._config(request)
-        if (resp := self._auth_error(request, cfg)) is not None:
+        if (resp := self._redirect(request, cfg) or self._auth_error(request, cfg)) is not None:
             return resp
         return web.json_response(
             {"object": "list", "data": [{"id": cfg.model, "object": "model", "owned_by": "vazao-fake",
@@ -461,6 +479,8 @@ class FakeServer:
             headers={"Server": "vazao-fake"})
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if (resp := self._redirect(request, self._config(request)[0])) is not None:
+            return resp
         st = self.stats
         text = (
             "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n"
@@ -474,10 +494,14 @@ class FakeServer:
         return web.Response(text=text, content_type="text/plain")
 
     async def _tokenize_extras(self, request: web.Request) -> web.Response:
+        if (resp := self._redirect(request, self._config(request)[0])) is not None:
+            return resp
         body = await request.json()
         return web.json_response({"tokens": list(range(_count_words(str(body.get("input", "")))))})
 
     async def _tokenize(self, request: web.Request) -> web.Response:
+        if (resp := self._redirect(request, self._config(request)[0])) is not None:
+            return resp
         body = await request.json()
         text = body.get("content", body.get("prompt", ""))
         n = _count_words(str(text))
@@ -511,6 +535,10 @@ def _full_body(chat: bool, cfg: FakeConfig, n_out: int, prompt_tokens: int) -> d
         obj = "text_completion"
     return {"id": "full-1", "object": obj, "created": int(time.time()), "model": cfg.model,
             "choices": [choice], "usage": _usage(prompt_tokens, n_out)}
+
+
+def _echo(request: web.Request) -> str:
+    return "request headers: " + ", ".join(f"{k}: {v}" for k, v in request.headers.items())
 
 
 def _error(status: int, message: str, code: str = "error") -> web.Response:

@@ -36,6 +36,8 @@ from base64 import b64encode
 from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
+from vazao.bench.redact import cut
+
 __all__ = ["Abort", "Exchange", "Origin", "Pool"]
 
 _DECODE = json.JSONDecoder().decode
@@ -43,6 +45,7 @@ _now = time.perf_counter
 _MAX_HEAD = 64 * 1024
 _MAX_LINE = 8 * 1024  # a chunk-size line or an unfinished trailer longer than this is not HTTP
 _SNIPPET = 4096  # bytes of a non-stream body kept for the error message
+MAX_SSE_LINE = 8 * 2**20  # one server-sent event line; real ones are under a few KiB
 _DNS_TTL_S = 300.0
 _DIGITS = b"0123456789."  # what may differ between two plain content events of one stream
 _IDLE_S = 4.0  # a kept-alive connection idle longer than this is not reused (uvicorn closes at 5 s)
@@ -108,9 +111,10 @@ class Exchange:
                  "headers", "sse", "keep_alive", "feed_body", "left", "cbuf", "trailer", "sbuf", "body",
                  "first", "last", "gaps", "chunks", "rid", "usage", "finish", "done", "abort", "lost",
                  "complete", "last_read", "got_bytes", "hot", "pre", "pre_len", "tail", "tail_mask",
-                 "tail_line", "tail_line_mask")
+                 "tail_line", "tail_line_mask", "max_line")
 
-    def __init__(self, max_tokens: int, chat: bool, keep_text: bool):
+    def __init__(self, max_tokens: int, chat: bool, keep_text: bool, max_line: int = MAX_SSE_LINE):
+        self.max_line = max_line
         self.api_key = b'"content":"' if chat else b'"text":"'
         self.max_tokens = max_tokens
         self.pieces: list[str] | None = [] if keep_text else None
@@ -254,7 +258,7 @@ class Exchange:
             if not version.startswith("HTTP/1."):
                 raise ValueError(version)
         except (ValueError, IndexError):
-            self._fail(Abort("disconnected", f"not an HTTP/1.x response: {lines[0][:80]!r}"))
+            self._fail(Abort("disconnected", f"not an HTTP/1.x response: {cut(lines[0], 80)!r}"))
             return
         if 100 <= status < 200 and status != 101:  # interim responses: the real one follows
             if rest:
@@ -276,7 +280,7 @@ class Exchange:
             try:
                 self.left = int(headers.get("content-length", "0"))
             except ValueError:
-                self._fail(Abort("disconnected", f"bad Content-Length {headers['content-length'][:40]!r}"))
+                self._fail(Abort("disconnected", f"bad Content-Length {cut(headers['content-length'], 40)!r}"))
                 return
             self.feed_body = self._counted
             if self.left <= 0:
@@ -329,7 +333,7 @@ class Exchange:
             try:
                 size = int(data[pos:j].split(b";", 1)[0], 16)
             except ValueError:
-                self._fail(Abort("disconnected", f"bad chunk size {data[pos:j][:40]!r}"))
+                self._fail(Abort("disconnected", f"bad chunk size {cut(data[pos:j].decode('latin-1'), 40)!r}"))
                 return
             pos = j + 2
             if size:
@@ -360,11 +364,26 @@ class Exchange:
 
     # ---- server-sent events -----------------------------------------------------------------------
     def _sse(self, data: bytes, now: float) -> None:
-        """Complete SSE lines; every content event in them is timed `now` (the read that brought it)."""
-        if self.sbuf:
-            data = self.sbuf + data
+        """Complete SSE lines; every content event in them is timed `now` (the read that brought it).
+        A line that spans reads grows in place (a bytearray: each byte copied a bounded number of
+        times, however many reads it takes) and is refused past max_line."""
+        sbuf = self.sbuf
+        if sbuf:
+            if b"\n" not in data:  # the line goes on (the buffer holds no newline, by construction)
+                if len(sbuf) + len(data) > self.max_line:
+                    self._too_long(len(sbuf) + len(data))
+                    return
+                if type(sbuf) is bytes:
+                    sbuf = self.sbuf = bytearray(sbuf)
+                sbuf += data
+                return
+            data = (bytes(sbuf) if type(sbuf) is bytearray else sbuf) + data
         lines = data.split(b"\n")
-        self.sbuf = lines.pop()
+        rest = lines.pop()
+        if len(rest) > self.max_line or (sbuf and len(lines[0]) > self.max_line):
+            self._too_long(max(len(rest), len(lines[0])))
+            return
+        self.sbuf = rest
         for line in lines:
             pre = self.pre
             if pre is not None and line.startswith(pre):  # shaped like the last plain content event
@@ -385,49 +404,44 @@ class Exchange:
                 self._fail(exc)
                 return
 
+    def _too_long(self, size: int) -> None:
+        self._fail(Abort("sse_line_too_long", f"a server-sent event line over {self.max_line:,} bytes "
+                         f"(at least {size:,})"))
+
     def _event(self, line: bytes, now: float) -> None:
-        """One data: line, by the full rules (json.loads)."""
+        """One data: line, by the full rules (json.loads). A line of the wrong shape (choices not a
+        list of objects, text not a string, usage not an object) is malformed, never a crash."""
         payload = line[5:].strip()
         if payload == b"[DONE]":
             self.done = True
             return
         try:
             obj = _DECODE(payload.decode())
-            choices = obj.get("choices")
-        except (ValueError, AttributeError):  # UnicodeDecodeError is a ValueError
-            raise Abort("malformed_sse", repr(payload[:80])) from None
-        text = fr = None
-        if choices:
-            c = choices[0]
-            d = c.get("delta")
-            if d is not None:
-                text = d.get("content") or d.get("reasoning_content") or d.get("reasoning")
+            text, fr, u, err = _fields(obj)
+        except (ValueError, AttributeError, TypeError, KeyError, IndexError, RecursionError):
+            raise Abort("malformed_sse", repr(cut(payload[:4096].decode("utf-8", "replace"), 80))) from None
+        if text:
+            self.chunks += 1
+            if self.first is None:
+                self.first = now
+                rid = obj.get("id")
+                self.rid = rid if isinstance(rid, (str, int)) else None
             else:
-                text = c.get("text")
-            if text:
-                self.chunks += 1
-                if self.first is None:
-                    self.first = now
-                    self.rid = obj.get("id")
-                else:
-                    self.gaps.append(now - self.last)
-                self.last = now
-                if self.pieces is not None:
-                    self.pieces.append(text)
-                if self.chunks > self.max_tokens:
-                    raise Abort("ignored_max_tokens",
-                                f"asked for {self.max_tokens}, got more than {self.max_tokens} chunks")
-            fr = c.get("finish_reason")
-            if fr:
-                self.finish = fr
-        u = obj.get("usage")
+                self.gaps.append(now - self.last)
+            self.last = now
+            if self.pieces is not None:
+                self.pieces.append(text)
+            if self.chunks > self.max_tokens:
+                raise Abort("ignored_max_tokens",
+                            f"asked for {self.max_tokens}, got more than {self.max_tokens} chunks")
+        if fr:
+            self.finish = cut(fr, 80)
         if u:
             self.usage = u
-        err = obj.get("error")
         if err:
             msg = err.get("message", err) if isinstance(err, dict) else err
-            raise Abort("server_error", str(msg)[:200])
-        if text and not fr and not u and isinstance(text, str):
+            raise Abort("server_error", cut(str(msg), 200))
+        if text and not fr and not u:
             self._learn(line, text)
 
     def _learn(self, line: bytes, text: str) -> None:
@@ -446,6 +460,26 @@ class Exchange:
         self.tail_line_mask = self.tail_line.translate(None, _DIGITS)
         self.tail = self.tail_line + b"\n\n"
         self.tail_mask = self.tail_line_mask + b"\n\n"
+
+
+def _fields(obj: dict) -> tuple[str | None, str | None, dict | None, object]:
+    """(content text, finish_reason, usage, error) of one parsed event; TypeError on a wrong shape."""
+    choices = obj.get("choices")
+    text = fr = None
+    if choices:
+        c = choices[0]
+        d = c.get("delta")
+        if d is not None:
+            text = d.get("content") or d.get("reasoning_content") or d.get("reasoning")
+        else:
+            text = c.get("text")
+        fr = c.get("finish_reason")
+        if (text and not isinstance(text, str)) or (fr and not isinstance(fr, str)):
+            raise TypeError("content and finish_reason must be strings")
+    u = obj.get("usage")
+    if u and not isinstance(u, dict):
+        raise TypeError("usage must be an object")
+    return text, fr, u, obj.get("error")
 
 
 class Connection(asyncio.Protocol):

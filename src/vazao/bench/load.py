@@ -87,19 +87,21 @@ async def run_level(
     level: dict[str, Any] | None = None,
     point: int | None = None,
     label: str = "bench",
+    on_interrupt: Callable[[LevelResult], None] | None = None,
 ) -> LevelResult:
     """Run one plan (a list, or an endless stream cut off by the duration). Specs with
     ``arrival_s`` are sent at that time after the level starts (open loop); the rest take one of
     `concurrency` slots (closed loop). A spec with ``after`` waits for that request to finish, then
-    ``think_time_s``, before it takes a slot. The first `warmup` specs are excluded from the summary."""
+    ``think_time_s``, before it takes a slot. The first `warmup` specs are excluded from the summary.
+    Cancelled (the run interrupted), the requests in flight are cancelled and recorded, and the
+    level so far goes to `on_interrupt` before the cancellation goes on up."""
     gc.collect()  # before the level's clock starts: it takes tens of ms (see gc.freeze below)
     level = dict(level or {})
     loop = asyncio.get_running_loop()
     pc = time.perf_counter
     t0 = pc()
-    deadline = t0 + options.duration_s if options.duration_s else math.inf
-    if options.deadline is not None:
-        deadline = min(deadline, options.deadline)
+    level_end = t0 + options.duration_s if options.duration_s else math.inf
+    deadline = level_end if options.deadline is None else min(level_end, options.deadline)
     sem = asyncio.Semaphore(concurrency) if concurrency else None
     if total is None and isinstance(plan, Sequence):
         total = len(plan)
@@ -182,11 +184,21 @@ async def run_level(
         task.add_done_callback(in_flight.discard)
 
     def out_of_time() -> str:
-        return "max_time" if options.deadline is not None and pc() >= options.deadline else "duration"
+        """Which limit ended the level: the one that comes first (not the clock read, since a timer
+        may fire a millisecond early)."""
+        return "max_time" if options.deadline is not None and options.deadline <= level_end else "duration"
 
     cpu = CpuMonitor()
     cpu.start()
     chunks0 = client.chunks
+
+    def result(stopped: str) -> LevelResult:
+        return LevelResult(
+            level=level, records=records, warmup=warm, summary=summarize(records, slo),
+            cpu=cpu.stop(client.chunks - chunks0), stopped=stopped, errors=error_counts(records),
+            not_sent=state["not_sent"], dispatch_lag_p99_s=float(np.percentile(lags, 99)) if lags else None,
+            peak_in_flight=state["peak"])
+
     progress.start(label, None if total is None else max(0, total - warmup))
     ticker = loop.create_task(_refresh(progress))
     stopped = "plan"
@@ -203,7 +215,7 @@ async def run_level(
             if arrival is not None:
                 target = t0 + float(arrival)
                 if target >= deadline:
-                    stopped = "duration"
+                    stopped = out_of_time()
                     break
                 delay = target - pc()
                 while delay > 0:  # uvloop's timers (whole ms) can wake up to a ms early: never send early
@@ -235,27 +247,31 @@ async def run_level(
     except asyncio.CancelledError:
         state["stop"] = True
         await _cancel_all(in_flight)
+        if on_interrupt is not None:
+            on_interrupt(result("interrupted"))
         raise
     finally:
         ticker.cancel()
         progress.finish()
         gc.unfreeze()
-    report = cpu.stop(client.chunks - chunks0)
-    return LevelResult(
-        level=level, records=records, warmup=warm, summary=summarize(records, slo), cpu=report,
-        stopped=stopped, errors=error_counts(records), not_sent=state["not_sent"],
-        dispatch_lag_p99_s=float(np.percentile(lags, 99)) if lags else None,
-        peak_in_flight=state["peak"],
-    )
+    return result(stopped)
 
 
-async def _cancel_all(tasks: set[asyncio.Task]) -> None:
-    """Cancelled requests end as records (error "cancelled"), written before this returns."""
+async def _cancel_all(tasks: set[asyncio.Task], wait_s: float = 5.0) -> None:
+    """Cancelled requests end as records (error "cancelled"), written before this returns. A
+    second interrupt (a second Ctrl-C) does not cut this short: each record is a loop turn away."""
     pending = set(tasks)
     for t in pending:
         t.cancel()
-    if pending:
-        await asyncio.wait(pending, timeout=5)
+    end = time.perf_counter() + wait_s
+    interrupted = False
+    while pending and time.perf_counter() < end:
+        try:
+            _, pending = await asyncio.wait(pending, timeout=end - time.perf_counter())
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 async def _refresh(progress: LiveProgress, every_s: float = 0.25) -> None:

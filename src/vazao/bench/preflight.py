@@ -71,18 +71,14 @@ def refusal(rec: RequestRecord, client: StreamClient) -> str | None:
 
 
 async def _tokenize(session: aiohttp.ClientSession, root: str, model: str | None, headers: dict,
-                    text: str) -> tuple[str, int] | None:
+                    text: str, redirects: list) -> tuple[str, int] | None:
     attempts = [("/extras/tokenize", {"input": text}), ("/tokenize", {"content": text})]
     if model:
         attempts.append(("/tokenize", {"model": model, "prompt": text}))
     for path, body in attempts:
-        try:
-            async with session.post(root + path, json=body, headers=headers,
-                                    timeout=aiohttp.ClientTimeout(total=10)) as resp:
-                if resp.status != 200:
-                    continue
-                obj = await resp.json(content_type=None)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        status, obj, _ = await server_facts.fetch(session, "POST", root + path, headers, json=body,
+                                                  timeout=aiohttp.ClientTimeout(total=10), redirects=redirects)
+        if status != 200:
             continue
         if isinstance(obj, dict):
             if isinstance(obj.get("count"), int):
@@ -102,15 +98,31 @@ async def preflight(client: StreamClient, maker: TextMaker, log: RecordLog | Non
         client.target = dataclasses.replace(t, model=model)
         t = client.target
     pre = Preflight(model=model, sizing=Sizing(), usage=False, facts=facts)
+    redirects = [(r["url"], r["location"]) for r in facts.get("redirects_refused", ())]
+    try:
+        await _probe(client, maker, log, pre, probe, redirects)
+    finally:
+        if (note := server_facts.redirect_note(redirects)) is not None:
+            pre.notes.insert(0, note)
+            facts["redirects_refused"] = [{"url": u, "location": loc[:300]} for u, loc in redirects]
+    return pre
+
+
+async def _probe(client: StreamClient, maker: TextMaker, log: RecordLog | None, pre: Preflight, probe: bool,
+                 redirects: list) -> None:
+    t = client.target
+    model = pre.model
     if not probe:
         pre.notes.append("probe skipped: prompt sizes assume one token per word")
-        return pre
+        return
 
     async def send(words: int, key: str) -> RequestRecord:
         rec, _ = await client.send(f"probe-{key}", _probe_prompt(maker, words, key))
         pre.probes.append(rec)
         if log is not None:
             log.record(rec, kind="probe")
+        if error_kind(rec.error) == "cancelled":  # the run is ending (Ctrl-C, SIGTERM, --max-time)
+            raise asyncio.CancelledError
         return rec
 
     short = await send(SHORT_WORDS, "short")
@@ -137,8 +149,10 @@ async def preflight(client: StreamClient, maker: TextMaker, log: RecordLog | Non
             pre.sizing = sizing_from_usage((SHORT_WORDS, LONG_WORDS), (short.prompt_tokens, long.prompt_tokens),
                                            "server usage on two probe prompts")
     else:
-        a = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(SHORT_WORDS, "short"))
-        b = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(LONG_WORDS, "long"))
+        a = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(SHORT_WORDS, "short"),
+                            redirects)
+        b = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(LONG_WORDS, "long"),
+                            redirects) if a else None
         if a and b:
             pre.sizing = sizing_from_usage((SHORT_WORDS, LONG_WORDS), (a[1], b[1]), f"server {a[0]}")
             if t.api == "chat":
@@ -147,4 +161,3 @@ async def preflight(client: StreamClient, maker: TextMaker, log: RecordLog | Non
         else:
             pre.notes.append("the server reports no usage and offers no tokenize endpoint: prompt sizes "
                              "assume one token per word (pass --tokenizer for exact sizes)")
-    return pre

@@ -12,13 +12,13 @@ chat template adds, comes from calibration, best source first:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vazao import inputs
 from vazao.bench.client import Prompt
 from vazao.errors import VazaoError
 
@@ -95,22 +95,19 @@ class Dataset:
 
     @classmethod
     def load(cls, path: str | Path) -> Dataset:
-        p = Path(path)
-        if not p.is_file():
-            raise VazaoError(f"dataset {path} does not exist")
         rows = []
-        with p.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    raise VazaoError(f"{path}:{n}: not JSON") from None
-                if not isinstance(row, dict) or not (isinstance(row.get("prompt") or row.get("text"), str)
-                                                     or isinstance(row.get("messages"), list)):
-                    raise VazaoError(f"{path}:{n}: expected {{\"prompt\": \"...\"}} or {{\"messages\": [...]}}")
-                rows.append(row)
+        for n, line in inputs.iter_lines(path, "--dataset file"):
+            if line is None:
+                raise VazaoError(f"dataset {path}:{n}: not UTF-8 text, or longer than "
+                                 f"{inputs.MAX_LINE_BYTES // 2**20} MiB")
+            if not line.strip():
+                continue
+            row = inputs.loads_json(line, f"dataset {path}:{n}")
+            if not isinstance(row, dict) or not (isinstance(row.get("prompt") or row.get("text"), str)
+                                                 or isinstance(row.get("messages"), list)):
+                raise VazaoError(f"dataset {path}:{n}: expected {{\"prompt\": \"...\"}} "
+                                 "or {\"messages\": [...]}")
+            rows.append(row)
         if not rows:
             raise VazaoError(f"dataset {path} has no prompts")
         return cls(rows, str(path))

@@ -8,6 +8,11 @@ starts), ``record`` (a measured request: the RequestRecord JSON shape, read by
 results.read_jsonl), ``warmup`` (a warm-up request, excluded from summaries), ``probe``
 (pre-flight requests), ``server`` (what the server says about itself), ``end`` (the summary,
 written last). results.read_jsonl reads only ``record`` lines.
+
+Every line carries the run's ``run_id`` (random, made when the run starts), so a file that holds
+several runs (concatenated, or written by an older version that appended) is never summarized as
+one: ``read_log`` refuses such a file unless a run is named. The writer creates its file (or, when
+told to overwrite, truncates it); it never appends to what is there.
 """
 
 from __future__ import annotations
@@ -15,15 +20,22 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vazao import inputs
+from vazao.bench.redact import redact
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
 
-__all__ = ["LogContents", "RecordLog", "read_log"]
+__all__ = ["LogContents", "RecordLog", "new_run_id", "read_log", "read_runs"]
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(6)
 
 
 def _round(x: float) -> float:
@@ -45,18 +57,26 @@ def _fixed7(values: tuple[float, ...]) -> str:
 
 
 class RecordLog:
-    """Append-only JSONL writer; one line per write, flushed at once."""
+    """JSONL writer for one run; one line per write, flushed at once. The file is created new
+    (an existing one is refused) unless `overwrite`, which truncates it: never appended to."""
 
-    def __init__(self, path: str | Path, meta: dict[str, Any]):
+    def __init__(self, path: str | Path, meta: dict[str, Any], *, run_id: str | None = None,
+                 overwrite: bool = False):
         self.path = Path(path)
+        self.run_id = run_id or new_run_id()
         if self.path.parent and not self.path.parent.exists():
             raise VazaoError(f"folder {self.path.parent} does not exist (for the records file {self.path})")
-        self._fh = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (held open for the run)
+        try:
+            self._fh = open(self.path, "w" if overwrite else "x", encoding="utf-8", buffering=1)  # noqa: SIM115
+        except FileExistsError:
+            raise VazaoError(f"records file {self.path} exists; pass --force to overwrite it") from None
+        except OSError as exc:
+            raise VazaoError(f"cannot write records file {self.path}: {exc.strerror or exc}") from None
         self.written = 0
         self.note("meta", **meta)
 
     def note(self, kind: str, **data: Any) -> None:
-        self._write({"kind": kind, **data})
+        self._write({"kind": kind, "run_id": self.run_id, **data})
 
     def record(self, rec: RequestRecord, kind: str = "record") -> None:
         """RequestRecord.to_json()'s shape, built by hand: dataclasses.asdict deep-copies every gap,
@@ -64,7 +84,8 @@ class RecordLog:
         per line, the value round(g, 7) gives, at a quarter of the cost of json.dumps([round(g, 7) ...])."""
         first, end = rec.first_token_s, rec.end_s
         head = json.dumps({
-            "kind": kind, "request_id": rec.request_id, "source": rec.source, "arrival_s": _round(rec.arrival_s),
+            "kind": kind, "run_id": self.run_id, "request_id": rec.request_id, "source": rec.source,
+            "arrival_s": _round(rec.arrival_s),
             "prompt_tokens": rec.prompt_tokens, "output_tokens": rec.output_tokens,
             "first_token_s": None if first is None else _round(first), "end_s": None if end is None else _round(end)},
             allow_nan=False)
@@ -84,15 +105,22 @@ class RecordLog:
     def _write_line(self, line: str) -> None:
         if self._fh is None:
             return
-        self._fh.write(line + "\n")
-        self._fh.flush()
+        try:
+            self._fh.write(redact(line) + "\n")
+            self._fh.flush()
+        except OSError as exc:  # a full disk: the run cannot keep its records, so it must stop
+            raise VazaoError(f"cannot write records file {self.path}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                pass  # reported by the write that failed
+            finally:
+                fh.close()
 
     def __enter__(self) -> RecordLog:
         return self
@@ -118,37 +146,94 @@ class LogContents:
     by_point: dict[int, list[RequestRecord]] = field(default_factory=lambda: defaultdict(list))
     notes: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     malformed: int = 0
+    run_id: str | None = None
+    runs: list[str] = field(default_factory=list)  # every run id in the file, in order
 
 
-def read_log(path: str | Path) -> LogContents:
-    """Everything in a run's JSONL; a truncated last line counts as malformed, nothing else fails."""
-    p = Path(path)
-    if not p.is_file():
-        raise VazaoError(f"{path} does not exist")
-    out = LogContents()
-    with p.open(encoding="utf-8") as fh:
-        for line in fh:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(line: str) -> dict:
+    """One line, strictly: an object, no NaN/Infinity, finite times (json.loads' C parser with one
+    hook, not inputs.loads_json's per-number one: a run's file holds millions of gaps)."""
+    d = json.loads(line, parse_constant=_no_constant)
+    if not isinstance(d, dict):
+        raise ValueError("not an object")
+    if d.get("kind", "record") in ("record", "warmup", "probe"):
+        times = [d.get("arrival_s", 0.0), d.get("first_token_s") or 0.0, d.get("end_s") or 0.0]
+        if not (all(map(math.isfinite, times)) and all(map(math.isfinite, d.get("itl_s") or ()))):
+            raise ValueError("a time that is not a finite number")
+    return d
+
+
+def _add(out: LogContents, d: dict) -> None:
+    kind = d.get("kind", "record")
+    if kind in ("record", "warmup"):
+        rec = RequestRecord.from_json(d)
+        if kind == "warmup":
+            out.warmup.append(rec)
+        else:
+            out.records.append(rec)
+            out.by_point[int(rec.extra.get("point", 0))].append(rec)
+    elif kind == "meta" and not out.meta:
+        out.meta = d
+    elif kind == "point":
+        out.points.append(d)
+    else:
+        out.notes[kind].append(d)
+
+
+def read_log(path: str | Path, run: str | None = None) -> LogContents:
+    """One run of a records JSONL; a torn line counts as malformed, nothing else fails. A file
+    holding several runs needs `run` (one of their ids)."""
+    runs = read_runs(path)
+    ids = list(runs)
+    if run is None:
+        if len(ids) > 1:
+            raise VazaoError(f"{path} holds {len(ids)} runs ({', '.join(ids[:8])}"
+                             f"{', ...' if len(ids) > 8 else ''}); pick one with --run ID")
+        run = ids[0]
+    if run not in runs:
+        raise VazaoError(f"{path} has no run {run!r}; its runs: {', '.join(ids[:8])}")
+    return runs[run]
+
+
+def read_runs(path: str | Path) -> dict[str, LogContents]:
+    """Every run in a records JSONL by run id, in file order. Lines written before run ids existed
+    belong to the run their `meta` line started (named #1, #2, ...)."""
+    runs: dict[str, LogContents] = {}
+    legacy, current = 0, None
+    stray = 0  # unreadable lines before any run started
+    for _, line in inputs.iter_lines(path, "records file"):
+        if line is not None:
             line = line.strip()
             if not line:
                 continue
-            try:
-                d = json.loads(line)
-                kind = d.get("kind", "record")
-                if kind in ("record", "warmup"):
-                    rec = RequestRecord.from_json(d)
-                    if kind == "warmup":
-                        out.warmup.append(rec)
-                    else:
-                        out.records.append(rec)
-                        out.by_point[int(rec.extra.get("point", 0))].append(rec)
-                elif kind == "meta" and not out.meta:
-                    out.meta = d
-                elif kind == "point":
-                    out.points.append(d)
-                else:
-                    out.notes[kind].append(d)
-            except (ValueError, TypeError, KeyError, AttributeError):
-                out.malformed += 1
-    if not out.meta and not out.records:
+        try:
+            if line is None:
+                raise ValueError("unreadable line")
+            d = _loads(line)
+            rid = d.get("run_id")
+            if rid is None:
+                if d.get("kind") == "meta":
+                    legacy += 1
+                    current = f"#{legacy}"
+                rid = current or "#1"
+            rid = str(rid)
+            current = rid
+            out = runs.setdefault(rid, LogContents(run_id=rid))
+            _add(out, d)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            if current is None:
+                stray += 1
+            else:
+                runs[current].malformed += 1
+    runs = {k: v for k, v in runs.items() if v.meta or v.records}
+    if not runs:
         raise VazaoError(f"{path} holds no vazao records")
-    return out
+    ids = list(runs)
+    for out in runs.values():
+        out.runs = ids
+    runs[ids[0]].malformed += stray
+    return runs

@@ -3,8 +3,10 @@ headers, llama.cpp's /props, vLLM's /version, and Prometheus /metrics (vLLM, SGL
 with --metrics) before and after the run, so the server's own token counters can be set against
 the client's.
 
-Nothing here sends or stores the API key: only response headers are kept, and of those only the
-ones that identify the server.
+Nothing here stores the API key: only response headers are kept, and of those only the ones that
+identify the server. Redirects are never followed: the request carries the key and the `-H`
+headers, and a redirect may point at another host (aiohttp would drop Authorization there but
+send every custom header). A refused redirect is kept in `redirects` and reported in one line.
 """
 
 from __future__ import annotations
@@ -13,16 +15,21 @@ import asyncio
 import contextlib
 import re
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
-__all__ = ["collect", "metrics_delta", "parse_prometheus", "scrape_metrics"]
+from vazao import inputs
+from vazao.errors import VazaoError
+
+__all__ = ["collect", "fetch", "metrics_delta", "parse_prometheus", "redirect_note", "scrape_metrics"]
 
 _KEEP_HEADERS = ("server", "x-powered-by", "via", "x-request-id", "openai-model", "openai-version",
                  "openai-processing-ms", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
 _METRIC_PREFIXES = ("vllm:", "sglang:", "llamacpp:", "tgi_", "fake:")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNaN]+)")
 _FETCH_TIMEOUT = aiohttp.ClientTimeout(total=5)
+MAX_BODY = 8 * 2**20  # /models, /props, /metrics, tokenize answers: far below this
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -54,22 +61,68 @@ def metrics_delta(before: dict[str, float] | None, after: dict[str, float] | Non
             if k.endswith(("_total", "_sum", "_count")) and after[k] != before.get(k, 0.0)}
 
 
-async def _get(session: aiohttp.ClientSession, url: str, headers: dict) -> tuple[int | None, Any, dict]:
+async def fetch(session: aiohttp.ClientSession, method: str, url: str, headers: dict, *, json: Any = None,
+                timeout: aiohttp.ClientTimeout = _FETCH_TIMEOUT,
+                redirects: list | None = None) -> tuple[int | None, Any, dict]:
+    """(status, body, identifying headers) of one setup request, redirects not followed (a 3xx
+    is appended to `redirects` as (url, location) and answers None). The body is parsed JSON
+    when the server says JSON, else text; at most MAX_BODY bytes are read."""
     try:
-        async with session.get(url, headers=headers, timeout=_FETCH_TIMEOUT) as resp:
+        async with session.request(method, url, headers=headers, json=json, timeout=timeout,
+                                   allow_redirects=False) as resp:
             kept = {k.lower(): v for k, v in resp.headers.items() if k.lower() in _KEEP_HEADERS}
+            if 300 <= resp.status < 400:
+                if redirects is not None:
+                    redirects.append((url, urljoin(url, resp.headers.get("Location", ""))))
+                return resp.status, None, kept
             if resp.status != 200:
                 return resp.status, None, kept
-            ctype = resp.headers.get("Content-Type", "")
-            if "json" in ctype:
-                return resp.status, await resp.json(content_type=None), kept
-            return resp.status, (await resp.content.read(2 * 2**20)).decode("utf-8", "replace"), kept
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            raw = bytearray()
+            async for part in resp.content.iter_chunked(2**16):
+                raw += part
+                if len(raw) > MAX_BODY:  # not what these endpoints answer: leave it
+                    return resp.status, None, kept
+            text = raw.decode("utf-8", "replace")
+            if "json" in resp.headers.get("Content-Type", "") or json is not None:
+                return resp.status, inputs.loads_json(text, url), kept
+            return resp.status, text, kept
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, VazaoError):
         return None, None, {}
 
 
-async def scrape_metrics(session: aiohttp.ClientSession, root_url: str, headers: dict) -> dict[str, float] | None:
-    status, body, _ = await _get(session, root_url + "/metrics", headers)
+def redirect_note(redirects: list) -> str | None:
+    """One line for the redirects refused, or None."""
+    if not redirects:
+        return None
+    url, location = redirects[0]
+    more = f" (and {len(redirects) - 1} more)" if len(redirects) > 1 else ""
+    return (f"{_path(url)} redirected to {_origin_of(location)}{_path(location)}{more}: not followed, so "
+            "the API key and headers went nowhere else (point the URL at the server itself)")
+
+
+def _path(url: str) -> str:
+    try:
+        return urlsplit(url).path or "/"
+    except ValueError:
+        return "?"
+
+
+def _origin_of(url: str) -> str:
+    try:
+        p = urlsplit(url)
+        return f"{p.scheme}://{p.hostname}{':' + str(p.port) if p.port else ''}" if p.hostname else ""
+    except ValueError:
+        return "?"
+
+
+async def _get(session: aiohttp.ClientSession, url: str, headers: dict,
+               redirects: list | None = None) -> tuple[int | None, Any, dict]:
+    return await fetch(session, "GET", url, headers, redirects=redirects)
+
+
+async def scrape_metrics(session: aiohttp.ClientSession, root_url: str, headers: dict,
+                         redirects: list | None = None) -> dict[str, float] | None:
+    status, body, _ = await _get(session, root_url + "/metrics", headers, redirects)
     if status != 200 or not isinstance(body, str):
         return None
     parsed = parse_prometheus(body)
@@ -85,13 +138,16 @@ def _summarize_models(body: Any) -> list[dict]:
 
 async def collect(session: aiohttp.ClientSession, base_url: str, root_url: str, headers: dict) -> dict:
     """Everything the server offers about itself; absent endpoints are simply left out."""
-    models_task = _get(session, base_url.rstrip("/") + "/models", headers)
-    props_task = _get(session, root_url + "/props", headers)
-    version_task = _get(session, root_url + "/version", headers)
-    metrics_task = scrape_metrics(session, root_url, headers)
+    redirects: list = []
+    models_task = _get(session, base_url.rstrip("/") + "/models", headers, redirects)
+    props_task = _get(session, root_url + "/props", headers, redirects)
+    version_task = _get(session, root_url + "/version", headers, redirects)
+    metrics_task = scrape_metrics(session, root_url, headers, redirects)
     (m_status, m_body, m_headers), (p_status, p_body, _), (v_status, v_body, _), metrics = await asyncio.gather(
         models_task, props_task, version_task, metrics_task)
     facts: dict[str, Any] = {"models_status": m_status, "headers": m_headers}
+    if redirects:
+        facts["redirects_refused"] = [{"url": u, "location": loc[:300]} for u, loc in redirects]
     models = _summarize_models(m_body)
     if models:
         facts["models"] = models

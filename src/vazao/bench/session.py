@@ -11,18 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vazao.bench import server_facts
+from vazao.bench import redact, server_facts
 from vazao.bench.client import StreamClient, Target, load_tokenizer
 from vazao.bench.load import LevelResult, LoadOptions, find_max, run_level
 from vazao.bench.loop import loop_name
-from vazao.bench.preflight import Preflight, preflight
+from vazao.bench.preflight import BenchRefused, Preflight, preflight
 from vazao.bench.progress import LiveProgress
 from vazao.bench.prompts import Dataset, PromptBuilder, TextMaker
-from vazao.bench.records import RecordLog
+from vazao.bench.records import RecordLog, new_run_id
 from vazao.errors import VazaoError
 from vazao.results import SLO, RequestRecord, RunSummary
 
-__all__ = ["BenchConfig", "BenchResult", "run_bench"]
+__all__ = ["MAX_REQUESTS", "BenchConfig", "BenchResult", "run_bench"]
+
+MAX_REQUESTS = 10**7  # per level; the plan is generated lazily, but a run this long is a typo
 
 DEFINITIONS = {
     "ttft": "send → first chunk with non-empty content",
@@ -57,6 +59,8 @@ class BenchConfig:
     probe: bool = True
     progress: bool = True
     max_trials: int = 8
+    overwrite: bool = False  # the records file may exist already (--force); else it is created new
+    run_id: str | None = None  # made at the start of the run when not given
     meta: dict[str, Any] = field(default_factory=dict)
 
     def levels(self) -> list[dict[str, Any]]:
@@ -81,6 +85,7 @@ class BenchResult:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     clock_origin: float | None = None  # time.perf_counter() at the run clock's zero
+    run_id: str | None = None
     event_loop: str | None = None  # the loop the client ran on: uvloop | asyncio
 
     @property
@@ -111,7 +116,7 @@ class BenchResult:
                     "workload_description": self.workload.describe() if self.workload is not None else None,
                     "workload_spec": cfg.workload, "requests": cfg.requests, "seed": cfg.seed,
                     "duration_s": cfg.duration_s, "records": str(cfg.records_path),
-                    "interrupted": self.interrupted},
+                    "run_id": self.run_id, "interrupted": self.interrupted},
             "errors": _merge_errors(self.levels),
             "tokens": self.token_sources(),
             "client": _client_json(self.levels, self.event_loop),
@@ -172,7 +177,10 @@ def _plan(cfg: BenchConfig, level: dict[str, Any]):
 
     w = load_workload(cfg.workload, requests=cfg.requests, rate=level.get("rate"),
                       concurrency=level.get("concurrency"), seed=cfg.seed, duration_s=cfg.duration_s)
-    plan = w.plan() if w.bounded else w.iter_plan()
+    if w.requests is not None and w.requests > MAX_REQUESTS:
+        raise VazaoError(f"workload {w.name}: {w.requests:,} requests is over the limit of {MAX_REQUESTS:,} "
+                         "per level (use --duration for a long run)")
+    plan = w.iter_plan()  # lazily: memory stays flat, and the first request goes out at once
     warmup = w.warmup if cfg.warmup is None else cfg.warmup
     return w, plan, warmup
 
@@ -187,7 +195,14 @@ def level_label(level: dict[str, Any]) -> str:
 
 async def run_bench(cfg: BenchConfig, result: BenchResult | None = None) -> BenchResult:
     """Run everything `cfg` asks for. `result` (optional) is filled in as levels finish, so a caller
-    that is interrupted still holds what was measured."""
+    that is interrupted (the task cancelled: Ctrl-C, SIGTERM) still holds what was measured,
+    the level that was running included, with its requests in flight recorded as cancelled."""
+    with redact.scope(cfg.target.secrets()):
+        return await _run_bench(cfg, result)
+
+
+async def _run_bench(cfg: BenchConfig, result: BenchResult | None) -> BenchResult:
+    deadline = time.perf_counter() + cfg.max_time_s if cfg.max_time_s else None
     levels = cfg.levels()
     if cfg.find_max and cfg.slo is None:
         raise VazaoError("--find-max needs an --slo to meet, e.g. --slo ttft_p95=1s")
@@ -196,70 +211,89 @@ async def run_bench(cfg: BenchConfig, result: BenchResult | None = None) -> Benc
     workload, _, _ = _plan(cfg, levels[0])  # an invalid workload fails here, before any traffic
     result = result or BenchResult(cfg, workload)
     result.workload = workload
+    result.run_id = cfg.run_id or new_run_id()
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
     dataset = Dataset.load(cfg.dataset) if cfg.dataset else None
     maker = TextMaker(seed=workload.seed, tokenizer=tokenizer)
-    deadline = time.perf_counter() + cfg.max_time_s if cfg.max_time_s else None
     drain = cfg.drain_s if cfg.drain_s is not None else min(cfg.request_timeout_s, 30.0)
     result.event_loop = loop_name()
     meta = {"tool": "vazao bench", "url": cfg.target.safe_url, "api": cfg.target.api, "event_loop": result.event_loop,
             "workload": workload.name, "workload_description": workload.describe(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **cfg.meta}
     progress = LiveProgress(enabled=cfg.progress)
-    with RecordLog(cfg.records_path, meta) as log:
-        async with StreamClient(cfg.target, request_timeout_s=cfg.request_timeout_s,
-                                stall_timeout_s=cfg.stall_timeout_s, connect_timeout_s=cfg.connect_timeout_s,
-                                max_connections=cfg.max_connections, tokenizer=tokenizer) as client:
-            result.clock_origin = client.origin
-            log.note("clock", perf_counter_origin=client.origin)
-            try:
-                pre = await preflight(client, maker, log, probe=cfg.probe)
-                result.preflight = pre
-                log.note("server", **pre.facts, model=pre.model, calibration=pre.sizing.to_json(),
-                         notes=pre.notes)
-                builder = PromptBuilder(maker, pre.sizing, cfg.target.api, dataset)
-                point = 0
-                multi = cfg.find_max or len(levels) > 1
-
-                async def trial(level: dict[str, Any]) -> LevelResult:
-                    nonlocal point
-                    w, plan, warmup = _plan(cfg, level)
-                    log.note("point", index=point, **level)
-                    lv = await run_level(
-                        client, builder, plan, concurrency=w.concurrency, warmup=warmup, log=log,
-                        progress=progress, total=w.requests,
-                        options=LoadOptions(duration_s=cfg.duration_s or w.duration_s, drain_s=drain,
-                                            deadline=deadline),
-                        slo=cfg.slo, level=level, point=point if multi else None, label=level_label(level))
-                    point += 1
-                    result.levels.append(lv)
-                    return lv
-
-                if cfg.find_max:
-                    key = "concurrency" if cfg.concurrency else "rate"
-                    result.search = key
-                    start = levels[0].get(key) or (workload.arrival.rate if key == "rate" else None) or 1.0
-                    best, _ = await find_max(lambda x: trial({key: int(x) if key == "concurrency" else x}),
-                                             cfg.slo, float(start), integer=key == "concurrency",
-                                             max_trials=cfg.max_trials)
-                    result.best = best
-                else:
-                    for level in levels:
-                        if deadline is not None and time.perf_counter() >= deadline:
-                            result.warnings.append(f"the run's time limit ended the sweep before {level}")
-                            break
-                        await trial(level)
-            except asyncio.CancelledError:
-                result.interrupted = True
-                raise
-            finally:
-                result.server_after = await _after(client, result)
-                log.note("end", summary=result.summary, server_after=result.server_after,
-                         interrupted=result.interrupted,
-                         points=[{**lv.level, "summary": lv.summary} for lv in result.levels])
+    try:
+        with RecordLog(cfg.records_path, meta, run_id=result.run_id, overwrite=cfg.overwrite) as log:
+            async with StreamClient(cfg.target, request_timeout_s=cfg.request_timeout_s,
+                                    stall_timeout_s=cfg.stall_timeout_s, connect_timeout_s=cfg.connect_timeout_s,
+                                    max_connections=cfg.max_connections, tokenizer=tokenizer) as client:
+                result.clock_origin = client.origin
+                log.note("clock", perf_counter_origin=client.origin)
+                try:
+                    await _levels(cfg, result, client, log, maker, dataset, progress, levels, deadline, drain)
+                except asyncio.CancelledError:
+                    result.interrupted = True
+                    raise
+                finally:
+                    result.server_after = await _after(client, result)
+                    log.note("end", summary=result.summary, server_after=result.server_after,
+                             interrupted=result.interrupted,
+                             points=[{**lv.level, "summary": lv.summary} for lv in result.levels])
+    finally:
         result.warnings[:0] = collect_warnings(result)
-    progress.close()
+        progress.close()
     return result
+
+
+async def _preflight(client: StreamClient, maker: TextMaker, log: RecordLog, probe: bool,
+                     deadline: float | None) -> Preflight:
+    if deadline is None:
+        return await preflight(client, maker, log, probe=probe)
+    try:
+        return await asyncio.wait_for(preflight(client, maker, log, probe=probe),
+                                      max(0.0, deadline - time.perf_counter()))
+    except asyncio.TimeoutError:
+        raise BenchRefused("the run's time limit (--max-time) ran out during the pre-flight "
+                           "(server facts and probe requests)") from None
+
+
+async def _levels(cfg: BenchConfig, result: BenchResult, client: StreamClient, log: RecordLog, maker: TextMaker,
+                  dataset: Dataset | None, progress: LiveProgress, levels: list[dict[str, Any]],
+                  deadline: float | None, drain: float) -> None:
+    workload = result.workload
+    pre = await _preflight(client, maker, log, cfg.probe, deadline)
+    result.preflight = pre
+    log.note("server", **pre.facts, model=pre.model, calibration=pre.sizing.to_json(), notes=pre.notes)
+    builder = PromptBuilder(maker, pre.sizing, cfg.target.api, dataset)
+    point = 0
+    multi = cfg.find_max or len(levels) > 1
+
+    async def trial(level: dict[str, Any]) -> LevelResult:
+        nonlocal point
+        w, plan, warmup = _plan(cfg, level)
+        log.note("point", index=point, **level)
+        lv = await run_level(
+            client, builder, plan, concurrency=w.concurrency, warmup=warmup, log=log,
+            progress=progress, total=w.requests,
+            options=LoadOptions(duration_s=cfg.duration_s or w.duration_s, drain_s=drain, deadline=deadline),
+            slo=cfg.slo, level=level, point=point if multi else None, label=level_label(level),
+            on_interrupt=result.levels.append)
+        point += 1
+        result.levels.append(lv)
+        return lv
+
+    if cfg.find_max:
+        key = "concurrency" if cfg.concurrency else "rate"
+        result.search = key
+        start = levels[0].get(key) or (workload.arrival.rate if key == "rate" else None) or 1.0
+        best, _ = await find_max(lambda x: trial({key: int(x) if key == "concurrency" else x}),
+                                 cfg.slo, float(start), integer=key == "concurrency", max_trials=cfg.max_trials)
+        result.best = best
+        return
+    for level in levels:
+        if deadline is not None and time.perf_counter() >= deadline:
+            result.warnings.append(f"the run's time limit ended the sweep before {level}")
+            break
+        await trial(level)
 
 
 async def _after(client: StreamClient, result: BenchResult) -> dict[str, Any]:

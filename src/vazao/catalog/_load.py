@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from vazao.errors import VazaoError
+
 
 @cache
 def load_yaml(name: str) -> Any:
@@ -22,3 +24,16 @@ def norm(name: str) -> str:
     s = name.strip().lower()
     s = re.sub(r"[\s_]+", "-", s)
     return re.sub(r"-+", "-", s).strip("-")
+
+
+MAX_LABEL = 256  # no id, name or alias in the catalogs comes near this
+
+
+def check_label(kind: str, name: object) -> str:
+    """A label a user typed, before any look-up: a string of sane length (a 10,000-character
+    'GPU' is refused in one short line, not echoed back whole)."""
+    if not isinstance(name, str) or not name.strip():
+        raise VazaoError(f"{kind}: give a name, got {name!r}"[:120])
+    if len(name) > MAX_LABEL:
+        raise VazaoError(f"unknown {kind} {name[:40]!r}… ({len(name):,} characters)")
+    return name

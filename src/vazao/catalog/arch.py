@@ -6,8 +6,39 @@ config.json by hand. Norms and biases are counted; rotary tables and buffers are
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
+
+# Sane maxima for what a file may claim (the largest published models are far inside them): they keep
+# a hostile config.json or GGUF header from asking for 10^400 parameters or a zero-sized head.
+MAX_LAYERS = 10_000
+MAX_HIDDEN = 2**20
+MAX_HEADS = 2**16
+MAX_HEAD_DIM = 2**14
+MAX_INTERMEDIATE = 2**22
+MAX_VOCAB = 2**24
+MAX_CONTEXT = 2**30
+MAX_EXPERTS = 2**16
+MAX_RANK = 2**16
+MAX_PARAMS = 1e15
+
+# (field, least, most): counts a ModelArch holds, whoever built it (catalog, config.json, GGUF).
+_BOUNDS = (
+    ("num_layers", 1, MAX_LAYERS), ("hidden_size", 1, MAX_HIDDEN), ("num_heads", 1, MAX_HEADS),
+    ("num_kv_heads", 1, MAX_HEADS), ("head_dim", 1, MAX_HEAD_DIM), ("intermediate_size", 0, MAX_INTERMEDIATE),
+    ("vocab_size", 1, MAX_VOCAB), ("max_context", 0, MAX_CONTEXT), ("num_experts", 0, MAX_EXPERTS),
+    ("experts_per_token", 0, MAX_EXPERTS), ("num_shared_experts", 0, MAX_EXPERTS),
+    ("moe_intermediate_size", 0, MAX_INTERMEDIATE), ("first_dense_layers", 0, MAX_LAYERS),
+    ("kv_lora_rank", 0, MAX_RANK), ("q_lora_rank", 0, MAX_RANK), ("qk_rope_head_dim", 0, MAX_HEAD_DIM),
+    ("qk_nope_head_dim", 0, MAX_HEAD_DIM), ("v_head_dim", 0, MAX_HEAD_DIM), ("sliding_window", 0, MAX_CONTEXT),
+    ("sliding_window_layers", 0, MAX_LAYERS),
+)
+
+
+def _short(v: int) -> str:
+    text = f"{v:,}"
+    return text if len(text) <= 30 else f"a {len(str(abs(v)))}-digit number"
 
 
 @dataclass(frozen=True)
@@ -46,11 +77,34 @@ class ModelArch:
     declared_params: float | None = field(default=None, compare=False)  # the publisher's own count
 
     def __post_init__(self) -> None:
-        for name in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "vocab_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{self.name}: {name} must be positive")
+        for name, lo, hi in _BOUNDS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"{self.name}: {name} must be a whole number, got {v!r}"[:200])
+            if not lo <= v <= hi:
+                least = "at least" if v < lo else "at most"
+                raise ValueError(f"{self.name}: {name} must be {least} {lo if v < lo else hi:,}, "
+                                 f"got {_short(v)}")
+        if self.num_kv_heads > self.num_heads:
+            raise ValueError(f"{self.name}: num_kv_heads ({self.num_kv_heads}) exceeds num_heads ({self.num_heads})")
+        if not self.is_mla and self.num_heads % self.num_kv_heads:
+            raise ValueError(f"{self.name}: num_heads ({self.num_heads}) is not a multiple of num_kv_heads "
+                             f"({self.num_kv_heads}): query heads share KV heads in equal groups")
         if self.num_experts and not (0 < self.experts_per_token <= self.num_experts):
             raise ValueError(f"{self.name}: experts_per_token must be in 1..num_experts")
+        if self.num_experts and self.moe_intermediate_size < 1:
+            raise ValueError(f"{self.name}: moe_intermediate_size must be at least 1 in a mixture of experts")
+        if self.num_experts and self.first_dense_layers >= self.num_layers:
+            raise ValueError(f"{self.name}: first_dense_layers ({self.first_dense_layers}) leaves no layer for "
+                             f"the experts of a {self.num_layers}-layer model")
+        if self.dense_mlp_layers and self.intermediate_size < 1:
+            raise ValueError(f"{self.name}: intermediate_size must be at least 1 (dense MLP layers)")
+        if self.sliding_window_layers > self.num_layers:
+            raise ValueError(f"{self.name}: sliding_window_layers ({self.sliding_window_layers}) exceeds the "
+                             f"{self.num_layers} layers")
+        if self.declared_params is not None and not (math.isfinite(self.declared_params)
+                                                      and 0 < self.declared_params <= MAX_PARAMS):
+            raise ValueError(f"{self.name}: declared_params must be a positive count, got {self.declared_params!r}")
 
     # ---- attention -------------------------------------------------------------------
     @property

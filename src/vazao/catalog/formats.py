@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
-from vazao.catalog._load import load_yaml, norm
+from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.catalog.hardware import Accelerator
 from vazao.errors import NotFoundError, VazaoError
 
@@ -122,7 +122,7 @@ def kv_formats() -> Mapping[str, KVFormat]:
 
 
 def _lookup(kind: str, table: Mapping, name: str):
-    key = norm(name)
+    key = norm(check_label(kind, name))
     labels = {}
     for item in table.values():
         for label in (item.name, *item.aliases):

@@ -19,10 +19,19 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from vazao import inputs
 from vazao.catalog.arch import ModelArch
 from vazao.errors import VazaoError
 
 MAGIC = b"GGUF"
+# Bounds on what a header may claim; real files hold ~50 keys, ~10^3 tensors, chat templates of
+# ~10^4 bytes. A corrupt or hostile header is refused before it costs more than these.
+MAX_KEYS = 65_536
+MAX_TENSORS = 1_000_000
+MAX_KEY_BYTES = 65_535  # the GGUF spec's own limit on key length
+MAX_STRING_BYTES = 16 * 2**20
+MAX_ARRAY_DEPTH = 8
+MAX_NAME = 256
 
 # ggml_type -> (name, elements per block, bytes per block), from ggml.h / ggml.c type_traits.
 GGML_TYPES: Mapping[int, tuple[str, int, int]] = MappingProxyType({
@@ -141,8 +150,12 @@ class _Reader:
     def u64(self) -> int:
         return _U64.unpack_from(self.buf, self._need(8))[0]
 
-    def string(self) -> str:
+    def string(self, limit: int = MAX_STRING_BYTES) -> str:
+        at = self.off
         n = self.u64()
+        if n > limit:
+            raise VazaoError(f"{self.where}: a string of {n:,} bytes at offset {at} (at most {limit:,}): "
+                             "corrupt GGUF header")
         start = self._need(n)
         return bytes(self.buf[start:start + n]).decode("utf-8", errors="replace")
 
@@ -170,7 +183,10 @@ class _Reader:
             return self.array()
         raise VazaoError(f"{self.where}: unknown GGUF value type {vtype} at offset {self.off - 4}")
 
-    def array(self) -> Any:
+    def array(self, depth: int = 1) -> Any:
+        if depth > MAX_ARRAY_DEPTH:
+            raise VazaoError(f"{self.where}: arrays nested deeper than {MAX_ARRAY_DEPTH} at offset {self.off}: "
+                             "corrupt GGUF header")
         item = self.u32()
         count = self.u64()
         code = _SCALARS.get(item)
@@ -188,18 +204,21 @@ class _Reader:
             self.skip_strings(count)
             return GGUFArray("string", count)
         if item == 9:
+            if count * 12 > self.size - self.off:  # each inner array has at least its type and length
+                raise VazaoError(f"{self.where}: truncated GGUF header at offset {self.off}")
             for _ in range(count):
-                self.array()
+                self.array(depth + 1)
             return GGUFArray("array", count)
         raise VazaoError(f"{self.where}: unknown GGUF array type {item} at offset {self.off - 12}")
 
 
-def _tensor_bytes(dims: tuple[int, ...], ggml_type: int) -> float | None:
+def _tensor_bytes(dims: tuple[int, ...], ggml_type: int) -> int | None:
+    """Exact bytes, in integers: u64 dimensions multiply past any float."""
     spec = GGML_TYPES.get(ggml_type)
     if spec is None:
         return None
     _, elems, nbytes = spec
-    return math.prod(dims) * nbytes / elems
+    return -(-math.prod(dims) * nbytes // elems)
 
 
 def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
@@ -214,13 +233,16 @@ def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
         raise VazaoError(f"{where}: unsupported GGUF version {version} (2 and 3 are read)")
     n_tensors = r.u64()
     n_kv = r.u64()
+    if n_kv > MAX_KEYS or n_tensors > MAX_TENSORS:
+        raise VazaoError(f"{where}: header claims {n_kv:,} metadata keys and {n_tensors:,} tensors (at most "
+                         f"{MAX_KEYS:,} and {MAX_TENSORS:,}): corrupt GGUF header")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
-        key = r.string()
+        key = r.string(MAX_KEY_BYTES)
         metadata[key] = r.value(r.u32())
     tensors = []
     for _ in range(n_tensors):
-        name = r.string()
+        name = r.string(MAX_KEY_BYTES)
         n_dims = r.u32()
         if n_dims > 8:
             raise VazaoError(f"{where}: tensor {name!r} claims {n_dims} dimensions: corrupt GGUF header")
@@ -235,12 +257,13 @@ def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
 
     sizes = [_tensor_bytes(dims, t) for _, dims, t, _ in tensors]
     if all(s is not None for s in sizes):
-        weights = float(sum(sizes))  # type: ignore[arg-type]
         ends = (data_offset + off + s for (_, _, _, off), s in zip(tensors, sizes, strict=True))
         end = max(ends, default=data_offset)
         if end > r.size:
-            raise VazaoError(f"{where}: truncated GGUF: tensor data ends at byte {int(end)}, file has {r.size}"
+            shown = f"{end:,}" if end < 10**30 else "beyond any disk"
+            raise VazaoError(f"{where}: truncated GGUF: tensor data ends at byte {shown}, file has {r.size}"
                              " bytes")
+        weights = float(sum(sizes))  # type: ignore[arg-type]
     else:
         weights = float(max(r.size - data_offset, 0))  # a type newer than this table: the data section
     names = [GGML_TYPES.get(t, (f"TYPE_{t}",))[0] for _, _, t, _ in tensors]
@@ -259,19 +282,16 @@ def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
 
 def read_gguf(path: str | Path) -> GGUFInfo:
     """Parse the header of a .gguf file; the tensor data is never read."""
-    p = Path(path)
+    p = inputs.input_file(path, "GGUF file")
+    shown = inputs._show(p)
     try:
         with p.open("rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
-                raise VazaoError(f"{p}: not a GGUF file (empty)")
+                raise VazaoError(f"{shown}: not a GGUF file (empty)")
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return _parse(mm, str(p))
-    except FileNotFoundError:
-        raise VazaoError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise VazaoError(f"{p}: is a folder, not a GGUF file") from None
+                return _parse(mm, shown)
     except OSError as exc:
-        raise VazaoError(f"{p}: cannot read ({exc})") from None
+        raise VazaoError(f"GGUF file {shown} cannot be read: {exc.strerror or exc}") from None
 
 
 def parse_gguf_bytes(data: bytes, where: str = "<bytes>") -> GGUFInfo:
@@ -283,9 +303,11 @@ def parse_gguf_bytes(data: bytes, where: str = "<bytes>") -> GGUFInfo:
 def _num(md: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
     v = md.get(key, default)
     if isinstance(v, tuple):  # per-layer values (OpenELM, hybrids): size for the widest layer
-        v = max((x for x in v if isinstance(x, (int, float))), default=default)
+        v = max((x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)), default=default)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return default
+    if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+        raise VazaoError(f"GGUF metadata '{key}' must be a whole number, got {v!r}")
     return int(v)
 
 
@@ -305,7 +327,7 @@ def _sliding_layers(md: Mapping[str, Any], arch: str, layers: int) -> int:
 def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | None = None) -> ModelArch:
     """The architecture a GGUF header describes ({arch}.block_count, .embedding_length, …)."""
     md, arch = info.metadata, info.architecture
-    where = str(path) if path else "GGUF"
+    where = inputs._show(path) if path else "GGUF"
     if not arch:
         raise VazaoError(f"{where}: GGUF metadata lacks 'general.architecture'")
 
@@ -313,6 +335,8 @@ def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | Non
         v = _num(md, f"{arch}.{key}")
         if v is None:
             raise VazaoError(f"{where}: GGUF metadata lacks '{arch}.{key}'")
+        if v < 1:
+            raise VazaoError(f"{where}: GGUF metadata '{arch}.{key}' must be at least 1, got {v}")
         return v
 
     layers = need("block_count")
@@ -323,10 +347,11 @@ def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | Non
 
     names = {t[0] for t in info.tensors}
     embd = info.tensor("token_embd.weight")
+    tokens = md.get("tokenizer.ggml.tokens", ())
     vocab = (
         (embd[1] if embd and len(embd) >= 2 else None)
         or _num(md, f"{arch}.vocab_size")
-        or len(md.get("tokenizer.ggml.tokens", ()))
+        or (len(tokens) if isinstance(tokens, (tuple, GGUFArray)) else 0)
     )
     if not vocab:
         raise VazaoError(f"{where}: no token_embd.weight tensor and no vocabulary in the GGUF metadata")
@@ -367,7 +392,7 @@ def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | Non
 
     has_gate = any(".ffn_gate" in n for n in names)
     has_up = any(".ffn_up" in n for n in names)
-    label = name or str(md.get("general.name") or (Path(path).stem if path else arch))
+    label = (name or str(md.get("general.name") or (Path(path).stem if path else arch)))[:MAX_NAME]
     try:
         return ModelArch(
             name=label,

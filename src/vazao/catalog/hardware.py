@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
-from vazao.catalog._load import load_yaml, norm
+from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
 from vazao.units import GB, TFLOPS
 
@@ -149,7 +149,7 @@ def _index() -> Mapping[str, str]:
 
 def get_accelerator(name: str) -> Accelerator:
     """Resolve an id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090'); 'local' probes this host."""
-    key = norm(name)
+    key = norm(check_label("GPU", name))
     idx = _index()
     if key in idx:
         return accelerators()[idx[key]]

@@ -6,20 +6,27 @@ folder holding one) or a .gguf file. Nothing here reaches the network or runs re
 
 from __future__ import annotations
 
-import json
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from vazao.catalog._load import load_yaml, norm
+from vazao import inputs
+from vazao.catalog import arch as A
+from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.catalog.arch import ModelArch
 from vazao.errors import NotFoundError, VazaoError
+
+MAX_NAME = 256  # a catalog name or alias; longer text is only ever a path
+MAX_PATH = 4096  # Linux's PATH_MAX
+MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few kB; a safetensors index a few MB
+MAX_TOTAL_SIZE = 2**50  # bytes of a checkpoint's tensors (a PiB)
 
 _ARCH_FIELDS = frozenset(f.name for f in fields(ModelArch))
 _ENTRY_EXTRA = frozenset({"aliases", "declared_params"})
@@ -101,7 +108,7 @@ def _candidates(name: str) -> list[str]:
 def get_model(name: str) -> ModelArch:
     """Resolve a name tolerantly: 'meta-llama/Llama-3.1-70B-Instruct', 'Meta-Llama-3.1-8B', 'llama3.1-8b'."""
     exact, loose = _index()
-    keys = _candidates(name)
+    keys = _candidates(check_label("model", name))
     for key in keys:
         if key in exact:
             return models()[exact[key]]
@@ -112,46 +119,66 @@ def get_model(name: str) -> ModelArch:
 
 
 # ---- Hugging Face config.json -----------------------------------------------------------------
+def _no_bool(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError("must be a whole number, not true/false")
+    return v
+
+
+def _count(lo: int, hi: int) -> Any:
+    """A whole number in [lo, hi] (true/false refused: JSON booleans are not counts)."""
+    return Annotated[int, BeforeValidator(_no_bool), Field(ge=lo, le=hi)]
+
+
+_Layers = _count(1, A.MAX_LAYERS)
+_Heads = _count(1, A.MAX_HEADS)
+_Width = _count(1, A.MAX_INTERMEDIATE)
+_Rank = _count(0, A.MAX_RANK)
+_Experts = _count(0, A.MAX_EXPERTS)
+_Window = _count(0, A.MAX_CONTEXT)
+
+
 class _HFConfig(BaseModel):
-    """The keys of a config.json that decide memory and FLOPs; the rest is ignored."""
+    """The keys of a config.json that decide memory and FLOPs; the rest is ignored. Counts are
+    bounded by the sane maxima of catalog/arch.py, so no file can ask for 10^400 parameters."""
 
     model_config = ConfigDict(extra="ignore")
 
-    model_type: str = ""
-    name_or_path: str = Field("", alias="_name_or_path")
-    hidden_size: PositiveInt
-    num_hidden_layers: PositiveInt
-    num_attention_heads: PositiveInt
-    num_key_value_heads: PositiveInt | None = None
-    head_dim: PositiveInt | None = None
-    intermediate_size: PositiveInt
-    vocab_size: PositiveInt
-    max_position_embeddings: PositiveInt
+    model_type: str = Field("", max_length=200)
+    name_or_path: str = Field("", alias="_name_or_path", max_length=4096)
+    hidden_size: _count(1, A.MAX_HIDDEN)
+    num_hidden_layers: _Layers
+    num_attention_heads: _Heads
+    num_key_value_heads: _Heads | None = None
+    head_dim: _count(1, A.MAX_HEAD_DIM) | None = None
+    intermediate_size: _Width
+    vocab_size: _count(1, A.MAX_VOCAB)
+    max_position_embeddings: _count(1, A.MAX_CONTEXT)
     tie_word_embeddings: bool | None = None
     attention_bias: bool | None = None
     # mixture of experts
-    num_local_experts: int | None = None  # Mixtral, gpt-oss
-    n_routed_experts: int | None = None  # DeepSeek
-    num_experts: int | None = None  # Qwen-MoE
-    num_experts_per_tok: int | None = None
-    experts_per_token: int | None = None  # gpt-oss
-    n_shared_experts: int | None = None
-    shared_expert_intermediate_size: int | None = None  # Qwen2-MoE: one wide shared expert
-    moe_intermediate_size: int | None = None
-    first_k_dense_replace: int | None = None
+    num_local_experts: _Experts | None = None  # Mixtral, gpt-oss
+    n_routed_experts: _Experts | None = None  # DeepSeek
+    num_experts: _Experts | None = None  # Qwen-MoE
+    num_experts_per_tok: _Experts | None = None
+    experts_per_token: _Experts | None = None  # gpt-oss
+    n_shared_experts: _Experts | None = None
+    shared_expert_intermediate_size: _count(0, A.MAX_INTERMEDIATE) | None = None  # Qwen2-MoE: one wide expert
+    moe_intermediate_size: _Width | None = None
+    first_k_dense_replace: _count(0, A.MAX_LAYERS) | None = None
     # multi-head latent attention
-    kv_lora_rank: int | None = None
-    q_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    qk_nope_head_dim: int | None = None
-    v_head_dim: int | None = None
+    kv_lora_rank: _Rank | None = None
+    q_lora_rank: _Rank | None = None
+    qk_rope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
+    qk_nope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
+    v_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
     # sliding window
-    sliding_window: int | None = None
+    sliding_window: _Window | None = None
     use_sliding_window: bool | None = None
-    max_window_layers: int | None = None
-    layer_types: list[str] | None = None
-    sliding_window_pattern: int | None = None
-    sliding_window_pattern_private: int | None = Field(None, alias="_sliding_window_pattern")
+    max_window_layers: _count(0, A.MAX_LAYERS) | None = None
+    layer_types: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=A.MAX_LAYERS)
+    sliding_window_pattern: _count(1, A.MAX_LAYERS) | None = None
+    sliding_window_pattern_private: _count(1, A.MAX_LAYERS) | None = Field(None, alias="_sliding_window_pattern")
     quantization_config: dict[str, Any] | None = None
 
 
@@ -187,10 +214,11 @@ def _language_model(config: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return dict(config), "config.json"
 
 
-def _validate(config: Mapping[str, Any]) -> tuple[_HFConfig, str]:
+def _validate(config: Mapping[str, Any], origin: str = "config.json") -> tuple[_HFConfig, str]:
     if not isinstance(config, Mapping):
-        raise VazaoError(f"config.json: expected a JSON object, got {type(config).__name__}")
+        raise VazaoError(f"{origin}: expected a JSON object, got {type(config).__name__}")
     lm, where = _language_model(config)
+    where = where.replace("config.json", origin, 1)
     defaults = _TYPE_DEFAULTS.get(str(lm.get("model_type", "")), {})
     lm = {**defaults, **lm}
     try:
@@ -200,9 +228,20 @@ def _validate(config: Mapping[str, Any]) -> tuple[_HFConfig, str]:
         if missing:
             names = ", ".join(f"'{m}'" for m in missing)
             raise VazaoError(f"{where}: missing field{'s' if len(missing) > 1 else ''} {names}") from None
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise VazaoError(f"{where}: field '{loc}': {first['msg']} (got {first.get('input')!r})") from None
+        raise VazaoError(f"{where}: {_field_error(exc.errors()[0])}") from None
+
+
+def _field_error(err: Mapping[str, Any]) -> str:
+    """One pydantic error as 'num_attention_heads must be at least 1, got 0'."""
+    loc = ".".join(str(p) for p in err["loc"])
+    got = repr(err.get("input"))
+    got = got if len(got) <= 40 else f"{got[:20]}… ({len(got)} characters)"
+    ctx = err.get("ctx") or {}
+    if err["type"] == "greater_than_equal":
+        return f"{loc} must be at least {ctx.get('ge')}, got {got}"
+    if err["type"] == "less_than_equal":
+        return f"{loc} must be at most {ctx.get('le'):,}, got {got}"
+    return f"field '{loc}': {err['msg'].removeprefix('Value error, ')} (got {got})"
 
 
 def _sliding(c: _HFConfig, layers: int) -> tuple[int, int]:
@@ -224,9 +263,9 @@ def _sliding(c: _HFConfig, layers: int) -> tuple[int, int]:
     return (window, n) if n else (0, 0)
 
 
-def from_hf_config(config: Mapping[str, Any], name: str = "custom") -> ModelArch:
-    """Map a Hugging Face config.json (already parsed) to a ModelArch."""
-    c, where = _validate(config)
+def from_hf_config(config: Mapping[str, Any], name: str = "custom", origin: str = "config.json") -> ModelArch:
+    """Map a Hugging Face config.json (already parsed) to a ModelArch; `origin` names it in errors."""
+    c, where = _validate(config, origin)
     layers = c.num_hidden_layers
     is_mla = bool(c.kv_lora_rank)
     if c.head_dim:
@@ -296,14 +335,7 @@ def hf_weight_format(config: Mapping[str, Any]) -> str | None:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise VazaoError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise VazaoError(f"{path}: cannot read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise VazaoError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    return inputs.read_json(inputs.input_stream(path, "config.json"), "config.json", max_bytes=MAX_CONFIG_BYTES)
 
 
 _SNAPSHOT = re.compile(r"[0-9a-f]{40}")
@@ -311,7 +343,7 @@ _SNAPSHOT = re.compile(r"[0-9a-f]{40}")
 
 def _name_for(path: Path, config: Any) -> str:
     if isinstance(config, Mapping) and str(config.get("_name_or_path") or "").strip():
-        return _strip_org(str(config["_name_or_path"]))
+        return _strip_org(str(config["_name_or_path"]))[:MAX_NAME]
     folder = path.parent
     if _SNAPSHOT.fullmatch(folder.name) and folder.parent.name == "snapshots":
         # the Hugging Face cache: models--org--name/snapshots/<commit>/config.json
@@ -320,14 +352,14 @@ def _name_for(path: Path, config: Any) -> str:
 
 
 def _config_path(path: Path) -> Path:
-    return path / "config.json" if path.is_dir() else path
+    return path / "config.json" if _kind(path) == "folder" else path
 
 
 def read_hf_config(path: str | Path) -> ModelArch:
     """Read a config.json (or a folder holding one); the name comes from _name_or_path or the folder."""
     p = _config_path(Path(path))
     config = _read_json(p)
-    return from_hf_config(config, name=_name_for(p, config))
+    return from_hf_config(config, name=_name_for(p, config), origin=f"config.json {inputs._show(p)}")
 
 
 # ---- one entry point ---------------------------------------------------------------------------
@@ -342,27 +374,80 @@ class LoadedModel:
 def _safetensors_bytes(folder: Path) -> float | None:
     """Tensor bytes of a local checkpoint: the index's total_size, else the shard sizes."""
     index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            total = json.loads(index.read_text(encoding="utf-8"))["metadata"]["total_size"]
-            return float(total)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    shards = list(folder.glob("*.safetensors"))
-    return float(sum(s.stat().st_size for s in shards)) if shards else None
+    if _kind(index) == "file":
+        what = "safetensors index"
+        data = inputs.read_json(inputs.input_stream(index, what), what, max_bytes=MAX_CONFIG_BYTES)
+        meta = data.get("metadata") if isinstance(data, Mapping) else None
+        total = meta.get("total_size") if isinstance(meta, Mapping) else None
+        if total is not None:
+            return float(inputs.number(total, f"{what} {inputs._show(index)}: metadata.total_size", minimum=1,
+                                       maximum=MAX_TOTAL_SIZE, integer=True))
+    try:
+        shards = [s for s in folder.glob("*.safetensors") if s.is_file()]
+        return float(sum(s.stat().st_size for s in shards)) if shards else None
+    except OSError:
+        return None  # an unreadable shard only costs the exact size; the config still describes the model
+
+
+def _kind(path: Path) -> str | None:
+    """'file', 'folder', 'special' (a device, a pipe) or None when nothing can be found there."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):  # absent, a name too long, a NUL byte
+        return None
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "special"
+
+
+def _load_config(p: Path) -> LoadedModel:
+    config = _read_json(p)
+    arch = from_hf_config(config, name=_name_for(p, config), origin=f"config.json {inputs._show(p)}")
+    return LoadedModel(arch, hf_weight_format(config), _safetensors_bytes(p.parent), f"config.json {p}")
+
+
+def _load_gguf(path: Path) -> LoadedModel:
+    from vazao.catalog.gguf import gguf_to_arch, read_gguf
+
+    info = read_gguf(path)
+    return LoadedModel(gguf_to_arch(info, path), info.weight_format, info.weights_bytes, f"gguf {path}")
+
+
+def _sniff_gguf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"GGUF"
+    except OSError:
+        return False
 
 
 def load_model(spec: str) -> LoadedModel:
-    """A catalog name, a config.json path (or its folder), or a .gguf path."""
+    """A catalog name, a config.json path (or its folder), or a .gguf path. A path that exists is
+    read as a file whatever its name (a GGUF by its magic bytes, else a config.json); a folder must
+    hold a config.json; anything else is looked up in the catalog."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise VazaoError("model: give a catalog name, a config.json or a .gguf file")
+    if len(spec) > MAX_PATH:
+        raise VazaoError(f"model {spec[:40]!r}… is {len(spec):,} characters: neither a catalog name nor a path")
     path = Path(spec).expanduser()
-    if spec.lower().endswith(".gguf"):
-        from vazao.catalog.gguf import gguf_to_arch, read_gguf
-
-        info = read_gguf(path)
-        return LoadedModel(gguf_to_arch(info, path), info.weight_format, info.weights_bytes, f"gguf {path}")
-    if spec.lower().endswith(".json") or (path.is_dir() and (path / "config.json").is_file()):
-        p = _config_path(path)
-        config = _read_json(p)
-        arch = from_hf_config(config, name=_name_for(p, config))
-        return LoadedModel(arch, hf_weight_format(config), _safetensors_bytes(p.parent), f"config.json {p}")
+    kind = _kind(path)
+    low = spec.lower()
+    if low.endswith(".gguf"):
+        return _load_gguf(path)
+    if low.endswith(".json"):
+        return _load_config(path)
+    if kind == "folder":
+        if _kind(path / "config.json") is not None:
+            return _load_config(path / "config.json")
+        try:
+            return LoadedModel(get_model(spec), None, None, "catalog")
+        except NotFoundError:
+            raise VazaoError(f"model {inputs._show(path)} is a folder with no config.json in it") from None
+    if kind == "special":
+        inputs.input_file(path, "model file")  # raises: not a regular file
+    if kind == "file":
+        return _load_gguf(path) if _sniff_gguf(path) else _load_config(path)
+    if len(spec) > MAX_NAME:
+        raise VazaoError(f"unknown model {spec[:40]!r}… ({len(spec):,} characters): no catalog name is that "
+                         "long, and no file has that name")
     return LoadedModel(get_model(spec), None, None, "catalog")

@@ -6,6 +6,7 @@ Decimal built from its text, so 0.10 is exactly one tenth."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from vazao.catalog._load import norm
+from vazao import inputs
+from vazao.catalog._load import check_label, norm
 from vazao.errors import NotFoundError, VazaoError
 
 MTOK = Decimal(1_000_000)
@@ -26,6 +28,9 @@ RATE_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning")
 ENTRY_KEYS = frozenset({"id", "provider", "name", "aliases", "usd_per_mtok", "batch_discount",
                         "batch_usd_per_mtok", "long_context", "context_window", "source", "as_of", "notes"})
 TIER_KEYS = frozenset({"above_input_tokens", "usd_per_mtok", "batch_usd_per_mtok"})
+MAX_TOKENS = 2**40  # a context window or a tier threshold past this is a typo
+MAX_USD_PER_MTOK = Decimal(1_000_000)  # no API charges a dollar per token
+MAX_PRICES = 100_000  # entries in one prices file (litellm's whole table is ~2,500)
 
 
 # ---- YAML with Decimal numbers and line numbers ------------------------------------------------
@@ -42,7 +47,7 @@ class LineDict(dict):
         return self.lines.get(key, self.line)
 
 
-class _DecimalLoader(yaml.SafeLoader):
+class _DecimalLoader(inputs.GuardedLoader):
     pass
 
 
@@ -75,15 +80,15 @@ _DecimalLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
 
 
 def read_yaml(text: str, where: str = "") -> Any:
-    """Parse YAML with Decimal floats and LineDict mappings; syntax errors name the line."""
+    """Parse YAML with Decimal floats and LineDict mappings, bounded like every user file (nesting
+    depth, alias expansion: vazao.inputs); syntax errors name the line."""
     try:
-        return yaml.load(text, Loader=_DecimalLoader)  # a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise VazaoError(f"{where}{': ' if where else ''}{line}{exc.problem or exc}") from None
-    except yaml.YAMLError as exc:
-        raise VazaoError(f"{where}: {exc}") from None
+        return inputs.loads_yaml(text, where or "YAML", loader=_DecimalLoader)
+    except VazaoError as exc:
+        m = re.match(r"line (\d+): (.*)", str(exc))  # raised by the constructors above, without the file
+        if m and where:
+            raise VazaoError(f"{where}:{m.group(1)}: {m.group(2)}") from None
+        raise
 
 
 # ---- money ------------------------------------------------------------------------------------
@@ -256,8 +261,14 @@ def _where(d: Any, key: Any, origin: str) -> str:
 
 def _rate(value: Any, what: str) -> Decimal:
     if isinstance(value, float):  # only when a caller passes plain-YAML data
+        if not math.isfinite(value):
+            raise VazaoError(f"{what}: must be a finite amount, got {value!r}")
         value = Decimal(repr(value))
-    return money(value, what)
+    rate = money(value, what)
+    if rate > MAX_USD_PER_MTOK:
+        raise VazaoError(f"{what}: ${usd_str(rate)[:30]} per million tokens is past any price (at most "
+                         f"${MAX_USD_PER_MTOK:,})")
+    return rate
 
 
 def _rates(raw: Any, what: str, origin: str) -> Rates:
@@ -311,6 +322,8 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
         return None if discount is None else rates.scaled(1 - discount)
 
     tiers = [Tier(0, base, batch_of(raw, base, pid))]
+    if not isinstance(raw.get("long_context") or [], list):
+        raise VazaoError(f"{_where(raw, 'long_context', origin)}: long_context must be a list of tiers in {pid}")
     for t in raw.get("long_context") or ():
         if not isinstance(t, dict):
             raise VazaoError(f"{_where(raw, 'long_context', origin)}: long_context entries must be mappings")
@@ -319,13 +332,19 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
             key = sorted(bad, key=str)[0]
             raise VazaoError(f"{_where(t, key, origin)}: unknown field {key!r} in a long_context tier of {pid}")
         above = t.get("above_input_tokens")
-        if not isinstance(above, int) or above <= 0:
+        if isinstance(above, bool) or not isinstance(above, int) or not 0 < above <= MAX_TOKENS:
             raise VazaoError(f"{_where(t, 'above_input_tokens', origin)}: above_input_tokens must be a "
                              f"positive integer in {pid}")
         rates = _rates(t.get("usd_per_mtok"), f"{pid}.long_context.usd_per_mtok", origin)
         tiers.append(Tier(above, rates, batch_of(t, rates, f"{pid}.long_context")))
     tiers[1:] = sorted(tiers[1:], key=lambda x: x.above_input_tokens)
     cw = raw.get("context_window")
+    if cw is not None:
+        cw = int(inputs.number(cw, f"{_where(raw, 'context_window', origin)}: context_window of {pid}",
+                               minimum=1, maximum=MAX_TOKENS, integer=True))
+    aliases = raw.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, (str, int, Decimal)) for a in aliases):
+        raise VazaoError(f"{_where(raw, 'aliases', origin)}: aliases of {pid} must be a list of names")
     return PriceTable(
         id=pid,
         provider=str(raw["provider"]),
@@ -333,8 +352,8 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
         tiers=tuple(tiers),
         source=str(raw["source"]),
         as_of=str(raw["as_of"]),
-        context_window=int(cw) if cw is not None else None,
-        aliases=tuple(str(a) for a in raw.get("aliases") or ()),
+        context_window=cw,
+        aliases=tuple(str(a) for a in aliases),
         notes=str(raw.get("notes") or ""),
     )
 
@@ -343,6 +362,8 @@ def parse_prices(text: str, origin: str) -> dict[str, PriceTable]:
     data = read_yaml(text, origin)
     if not isinstance(data, dict) or not isinstance(data.get("prices"), list):
         raise VazaoError(f"{origin}: expected a top-level 'prices:' list")
+    if len(data["prices"]) > MAX_PRICES:
+        raise VazaoError(f"{origin}: {len(data['prices']):,} price entries; at most {MAX_PRICES:,}")
     out: dict[str, PriceTable] = {}
     for entry in data["prices"]:
         table = parse_table(entry, origin)
@@ -362,11 +383,8 @@ def price_tables() -> Mapping[str, PriceTable]:
 def load_prices(path: str | Path) -> dict[str, PriceTable]:
     """A user's prices file in the catalog format (e.g. written by `vazao prices import`)."""
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VazaoError(f"cannot read prices file {p}: {exc.strerror or exc}") from None
-    return parse_prices(text, str(p))
+    text = inputs.read_text(inputs.input_stream(p, "prices file"), "prices file")
+    return parse_prices(text, f"prices file {inputs._show(p)}")
 
 
 def _compact(label: str) -> str:
@@ -381,7 +399,7 @@ def get_price(name: str, extra: Mapping[str, PriceTable] | None = None) -> Price
     """Resolve an id or alias ('sonnet-5.5', 'claude-sonnet-5-5', 'Claude Sonnet 5.5'); tables in
     `extra` (a user's file) take precedence over the catalog."""
     pools = [extra or {}, price_tables()]
-    key = norm(name)
+    key = norm(check_label("price", name))
     for pool in pools:
         for t in pool.values():
             if key in {norm(label) for label in (*_labels(t), t.name)}:

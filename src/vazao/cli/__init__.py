@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 
 from vazao.cli import bench, catalog_cmds, cost, physics_cmds, simulate  # noqa: F401  (register commands)
-from vazao.cli.app import app, err_console
+from vazao.cli.app import app, report_error
 from vazao.errors import VazaoError
 
 
 def main() -> None:
     try:
         app()
-    except VazaoError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    except VazaoError as exc:  # raised outside a command (app's own group turns the rest into one line)
+        report_error(exc)
         sys.exit(2)

@@ -1,5 +1,5 @@
 """The typer application and the shared CLI plumbing: one error line and exit 2 for bad input,
-`--json` printing one object on stdout and nothing else."""
+`--json` printing one object on stdout and nothing else (an error too: {"error": "..."})."""
 
 from __future__ import annotations
 
@@ -10,26 +10,97 @@ import sys
 from typing import Any
 
 import typer
+import typer._click as _click  # typer vendors its own click: its exceptions are these, not click's
 from rich.console import Console
+from rich.text import Text
 from typer.core import TyperGroup
 
+from vazao import limits
 from vazao.errors import VazaoError
+from vazao.inputs import number, number_list
 
 # Piped output (make run, CI logs) gets a wide table instead of rich's 80-column default.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
 console = Console(width=_WIDTH)
 err_console = Console(stderr=True, width=_WIDTH)
 
+# Set per invocation by _Group.main: whether `--json` was asked for, and whether a result object
+# is already on stdout (then an error goes to stderr only, so stdout stays one JSON object).
+_state = {"json": False, "emitted": False}
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split()) or "failed"
+
+
+def report_error(message: object) -> None:
+    """The one way an error reaches the user: `error: <message>` on one line of stderr and, under
+    --json, {"error": "<message>"} on stdout."""
+    text = _one_line(message)
+    if _state["json"] and not _state["emitted"]:
+        sys.stdout.write(json.dumps({"error": text}) + "\n")
+        sys.stdout.flush()
+        _state["emitted"] = True
+    err_console.print(Text.assemble(("error:", "bold red"), " ", text), highlight=False, soft_wrap=True)
+
+
+def _usage_message(exc: Exception) -> str:
+    """click's message, with the value that failed to parse (typer keeps it on the cause)."""
+    text = exc.format_message()
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if isinstance(exc, _click.exceptions.BadParameter) and callable(errors):
+        try:
+            value = errors()[0].get("input")
+        except (IndexError, AttributeError, TypeError):
+            value = None
+        if isinstance(value, str):
+            text += f" (got {value[:60]!r})"
+    return text
+
+
+def _wants_json(args: list[str]) -> bool:
+    head = args[: args.index("--")] if "--" in args else args
+    return "--json" in head
+
+
+# Failures only a user's input causes (a file that is not UTF-8, nests too deep, fills the disk, a
+# number too large): never a traceback. Anything else is a bug and keeps its traceback (exit 1).
+USER_FAULTS = (OSError, UnicodeError, RecursionError, MemoryError, OverflowError)
+
 
 class _Group(TyperGroup):
-    """Bad input from any command (a VazaoError) becomes one line on stderr and exit code 2."""
+    """Every failure a user can cause (a click usage error, a VazaoError) becomes one line on stderr
+    and exit code 2; `--help` and bare `vazao` still print help."""
 
-    def invoke(self, ctx):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        _state.update(json=_wants_json(argv), emitted=False)
         try:
-            return super().invoke(ctx)
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except _click.exceptions.NoArgsIsHelpError:
+            sys.exit(2)  # typer has already printed the help, as click's no_args_is_help does
+        except _click.exceptions.UsageError as exc:
+            report_error(_usage_message(exc))
+            sys.exit(2)
+        except _click.exceptions.ClickException as exc:  # FileError and the like: still the user's input
+            report_error(exc.format_message())
+            sys.exit(2)
         except VazaoError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            report_error(exc)
+            sys.exit(2)
+        except typer.Abort:
+            report_error("aborted")
+            sys.exit(130)
+        except BrokenPipeError:  # `vazao … | head`: the reader went away; say nothing more
+            sys.stdout = _click.utils.PacifyFlushWrapper(sys.stdout)
+            sys.exit(1)
+        except USER_FAULTS as exc:
+            # A reader that missed the shared input layer (vazao.inputs): still the user's input, so
+            # one line and exit 2; the word "unexpected" marks it for bench/hostile_sweep.py to flag.
+            report_error(f"unexpected {type(exc).__name__}: {exc}")
+            sys.exit(2)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
 
 app = typer.Typer(
@@ -57,38 +128,32 @@ def _clean(obj: Any) -> Any:
 
 def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(_clean(obj), indent=2) + "\n")
+    sys.stdout.flush()
+    _state["emitted"] = True
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    report_error(message)
     raise typer.Exit(code)
 
 
 JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 
 
-def parse_float_list(text: str, what: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise VazaoError(f"{what} must be a comma-separated list of numbers, got {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise VazaoError(f"{what} must be positive numbers, got {text!r}")
-    return values
+def parse_float_list(text: str, what: str, *, maximum: float = limits.MAX_RATE) -> list[float]:
+    """'0.5,1,2' -> [0.5, 1.0, 2.0]: positive, finite, no empty items, at most `maximum`."""
+    return [float(v) for v in number_list(text, what, maximum=maximum)]
+
+
+def parse_int_list(text: str, what: str, *, maximum: int = limits.MAX_CONCURRENCY) -> list[int]:
+    """'1,4,16' -> [1, 4, 16]: positive whole numbers (1.5 is refused, not rounded), at most `maximum`."""
+    return [int(v) for v in number_list(text, what, integer=True, maximum=maximum)]
 
 
 def check_positive(**values) -> None:
-    """Each named option, when given, must be > 0 (`--name` in the message)."""
+    """Each named option, when given, must be a positive whole number (`--name` in the message) and
+    at most its bound in vazao.limits (limits.MAX_COUNT when it has none of its own)."""
     for name, v in values.items():
-        if v is not None and v <= 0:
-            raise VazaoError(f"--{name.replace('_', '-')} must be positive, got {v}")
-
-
-def parse_int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(float(x)) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise VazaoError(f"{what} must be a comma-separated list of integers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise VazaoError(f"{what} must be positive integers, got {text!r}")
-    return values
+        if v is not None:
+            number(v, f"--{name.replace('_', '-')}", minimum=0, exclusive_min=True,
+                   maximum=limits.OPTION_MAX.get(name, limits.MAX_COUNT))

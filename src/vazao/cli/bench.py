@@ -3,58 +3,182 @@ simulator uses, rebuild a summary from a run's records, and set runs (or a predi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
+import secrets
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
+from vazao import inputs
+from vazao.bench import redact
 from vazao.bench.client import Target, error_kind
 from vazao.bench.loop import run as run_loop
 from vazao.bench.preflight import BenchRefused
-from vazao.bench.records import read_log
+from vazao.bench.records import LogContents, read_log, read_runs
 from vazao.bench.render import compare_table, summary_lines, summary_table, sweep_table
-from vazao.bench.session import DEFINITIONS, BenchConfig, BenchResult, run_bench
-from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, parse_float_list, parse_int_list
+from vazao.bench.session import DEFINITIONS, MAX_REQUESTS, BenchConfig, BenchResult, run_bench
+from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, report_error
 from vazao.errors import VazaoError
 from vazao.results import SLO, RunSummary, summarize
 from vazao.units import parse_duration
 
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
+MAX_DURATION_S = 30 * 86400.0  # a month: longer is a typo, and asyncio's timers overflow far above it
+MAX_LEVELS = 64
 
 
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def _headers(items: list[str] | None) -> dict[str, str]:
+    """-H 'Name: value' items; the name an HTTP token, the value free of control characters (a
+    line break would smuggle another header into every request)."""
     out = {}
     for item in items or []:
         name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise VazaoError(f"--header must look like 'Name: value', got {item.split(':')[0]!r}…")
-        out[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise VazaoError(f"--header must look like 'Name: value', got {item.split(':')[0][:40]!r}…")
+        if not set(name) <= _TOKEN:
+            raise VazaoError(f"--header name {name[:40]!r} is not a valid HTTP header name")
+        if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in value):
+            raise VazaoError(f"--header {name[:40]!r}: its value holds a control character (a line break?)")
+        out[name] = value
     return out
 
 
 def _extra_body(text: str | None) -> dict:
     if not text:
         return {}
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        raise VazaoError("--extra-body must be a JSON object, e.g. '{\"temperature\": 0}'") from None
+    obj = inputs.loads_json(text, "--extra-body")
     if not isinstance(obj, dict):
-        raise VazaoError("--extra-body must be a JSON object")
+        raise VazaoError("--extra-body must be a JSON object, e.g. '{\"temperature\": 0}'")
     return obj
 
 
-def _paths(output: Path | None, records: Path | None) -> tuple[Path | None, Path]:
+def _whole(text: str | None, what: str, *, minimum: int = 1, maximum: int = MAX_REQUESTS) -> int | None:
+    if text is None:
+        return None
+    return int(inputs.number(text, what, minimum=minimum, maximum=maximum, integer=True))
+
+
+def _duration(text: str | None, what: str) -> float | None:
+    """A positive duration: 0 or less would silently mean "no limit" or "stop at once"."""
+    if text is None:
+        return None
+    try:
+        seconds = parse_duration(text)
+    except VazaoError as exc:
+        raise VazaoError(f"{what}: {exc}") from None
+    return float(inputs.positive(seconds, what, maximum=MAX_DURATION_S))
+
+
+def default_records_name() -> str:
+    """Unique per run: two runs started in the same second never share a file."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"vazao-bench-{stamp}-{int(now * 1000) % 1000:03d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+
+
+def _paths(output: Path | None, records: Path | None, force: bool) -> tuple[Path | None, Path]:
+    """The result and records paths, checked before any request: an existing file is refused
+    unless --force (a run never appends to, or silently replaces, another run's file)."""
     if output is not None and output.suffix == ".jsonl" and records is None:
-        return None, output
+        output, records = None, output
     if records is None:
-        records = (output.with_suffix(".jsonl") if output is not None
-                   else Path(time.strftime("vazao-bench-%Y%m%d-%H%M%S.jsonl")))
+        records = (output.with_suffix(".jsonl") if output is not None else Path(default_records_name()))
+    if output is not None and output.resolve() == records.resolve():
+        raise VazaoError(f"-o {output} and --records name the same file; give them different names")
+    if output is not None:
+        inputs.output_file(output, "result file (-o)", force=force)
+    inputs.output_file(records, "records file", force=force)
     return output, records
+
+
+class _Interrupted(BaseException):
+    """SIGINT or SIGTERM outside the event loop (before it started)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run(cfg: BenchConfig, result: BenchResult) -> int | None:
+    """Run the bench; SIGINT and SIGTERM cancel it, the requests in flight end as `cancelled`
+    records and the summary is still made. Returns the signal that interrupted it, or None."""
+    got: list[int] = []
+
+    def early(signum, frame):  # before the loop handles signals itself
+        raise _Interrupted(signum)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+
+        def on_signal(signum: int) -> None:
+            got.append(signum)
+            task.cancel()  # a second signal cuts the clean-up short, never the records in flight
+
+        if main_thread:
+            for sig in _SIGNALS:
+                loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            await run_bench(cfg, result)
+        except asyncio.CancelledError:
+            if not got:
+                raise
+        finally:
+            if main_thread:
+                for sig in _SIGNALS:
+                    loop.remove_signal_handler(sig)
+                    signal.signal(sig, late)
+
+    def late(signum, frame):  # the loop is done: a further signal ends the process at once
+        raise SystemExit(128 + (got[0] if got else signum))
+
+    main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
+    if main_thread:
+        for sig in _SIGNALS:
+            signal.signal(sig, early)
+    try:
+        run_loop(main())  # uvloop when installed (the `fast` extra)
+    except (_Interrupted, KeyboardInterrupt) as exc:
+        got.append(getattr(exc, "signum", signal.SIGINT))
+        result.interrupted = True
+    finally:
+        if main_thread:
+            for sig in _SIGNALS:
+                signal.signal(sig, late)
+    return got[0] if got else None
+
+
+@contextlib.contextmanager
+def _signals_restored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _say(text: str, *, err: bool = False, markup: str = "") -> None:
+    """One line of output: secrets masked, and the text (server words in it) never read as markup."""
+    (err_console if err else console).print(markup + escape(redact.redact(text)), highlight=False, soft_wrap=err)
 
 
 @app.command("bench")
@@ -65,18 +189,20 @@ def bench_cmd(
                                  help="Built-in (chat, rag, batch, agent, summarize, support) or a YAML file."),
     model: str = typer.Option(None, "--model", "-m", help="Model name to request (default: the server's first)."),
     api: str = typer.Option("chat", "--api", help="chat (/chat/completions) or completions (/completions)."),
-    requests: int = typer.Option(None, "--requests", "-n", help="Requests per level (default: the workload's)."),
+    requests: str = typer.Option(None, "--requests", "-n",
+                                 help=f"Requests per level (default: the workload's; at most {MAX_REQUESTS:,})."),
     duration: str = typer.Option(None, "--duration", "-d", help="Time per level, e.g. 120s; dispatch stops then."),
     concurrency: str = typer.Option(None, "--concurrency", "-c", help="Closed loop; a list sweeps: 1,2,4,8."),
     rate: str = typer.Option(None, "--rate", "-r", help="Poisson arrivals per second; a list sweeps: 0.5,1,2."),
     find_max: bool = typer.Option(False, "--find-max", help="Search the highest rate (or concurrency) meeting --slo."),
     slo: str = typer.Option(None, "--slo", help="Limits, e.g. ttft_p95=1s,tpot_p95=100ms (goodput and find-max)."),
-    warmup: int = typer.Option(None, "--warmup", help="Warm-up requests per level, left out of the summary."),
+    warmup: str = typer.Option(None, "--warmup", help="Warm-up requests per level, left out of the summary."),
     seed: int = typer.Option(None, "--seed", help="Workload seed (default: the workload's)."),
     output: Path = typer.Option(None, "--output", "-o",
                                 help="Write the result JSON here (records: the same name, .jsonl)."),
     records: Path = typer.Option(None, "--records",
-                                 help="Records JSONL (default: next to --output, else ./vazao-bench-*.jsonl)."),
+                                 help="Records JSONL (default: next to --output, else a new ./vazao-bench-*.jsonl)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite existing -o / --records files."),
     dataset: Path = typer.Option(None, "--dataset",
                                  help="Real prompts: JSONL of {\"prompt\": ...} or {\"messages\": [...]}."),
     tokenizer: Path = typer.Option(None, "--tokenizer", help="tokenizer.json for exact prompt sizes and token counts."),
@@ -89,60 +215,91 @@ def bench_cmd(
     usage: bool = typer.Option(True, "--usage/--no-usage", help="Ask for usage in the stream (stream_options)."),
     timeout: str = typer.Option("300s", "--timeout", help="Per-request limit."),
     stall_timeout: str = typer.Option("60s", "--stall-timeout", help="Longest silence within a stream."),
-    max_time: str = typer.Option("1h", "--max-time", help="Limit for the whole run, all levels."),
-    max_connections: int = typer.Option(1024, "--max-connections", help="Connection pool size."),
+    max_time: str = typer.Option("1h", "--max-time", help="Limit for the whole run, all levels, pre-flight included."),
+    max_connections: str = typer.Option("1024", "--max-connections", help="Connection pool size."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Probe and calibrate before the run."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar on stderr."),
     json_out: bool = JSON,
 ) -> None:
-    """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL."""
+    """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL.
+    Ctrl-C or SIGTERM stops it: the requests in flight are recorded as cancelled and the summary
+    of what was measured is printed and written (exit 130, or 143 for SIGTERM)."""
+    hdrs: dict[str, str] = {}
+    with contextlib.suppress(VazaoError):
+        hdrs = _headers(header)
+    key = os.environ.get(api_key_env) if api_key_env else None
+    with redact.scope([key, *redact.header_secrets(hdrs), *redact.url_secrets(url)]), _signals_restored():
+        _bench(url, workload=workload, model=model, api=api, requests=requests, duration=duration,
+               concurrency=concurrency, rate=rate, find_max=find_max, slo=slo, warmup=warmup, seed=seed,
+               output=output, records=records, force=force, dataset=dataset, tokenizer=tokenizer,
+               api_key_env=api_key_env, header=header, extra_body=extra_body, ignore_eos=ignore_eos, usage=usage,
+               timeout=timeout, stall_timeout=stall_timeout, max_time=max_time, max_connections=max_connections,
+               probe=probe, progress=progress, json_out=json_out)
+
+
+def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None]:
+    out_path, records_path = _paths(o["output"], o["records"], o["force"])
+    hdrs = _headers(o["header"])
+    c, r = o["concurrency"], o["rate"]
+    cfg = BenchConfig(
+        target=Target(url, model=o["model"], api=o["api"], api_key_env=o["api_key_env"] or None,
+                      include_usage=o["usage"], ignore_eos=o["ignore_eos"], extra_body=_extra_body(o["extra_body"]),
+                      headers=hdrs),
+        workload=o["workload"], records_path=records_path, requests=_whole(o["requests"], "--requests"),
+        duration_s=_duration(o["duration"], "--duration"), seed=o["seed"],
+        concurrency=None if c is None else [int(v) for v in inputs.number_list(
+            c, "--concurrency", integer=True, maximum=MAX_REQUESTS, max_items=MAX_LEVELS)],
+        rate=None if r is None else [float(v) for v in inputs.number_list(
+            r, "--rate", maximum=1e6, max_items=MAX_LEVELS)],
+        find_max=o["find_max"], slo=SLO.parse(o["slo"]) if o["slo"] else None,
+        warmup=_whole(o["warmup"], "--warmup", minimum=0),
+        request_timeout_s=_duration(o["timeout"], "--timeout"),
+        stall_timeout_s=_duration(o["stall_timeout"], "--stall-timeout"),
+        max_time_s=_duration(o["max_time"], "--max-time"),
+        max_connections=_whole(o["max_connections"], "--max-connections", maximum=65536),
+        tokenizer=str(inputs.input_file(o["tokenizer"], "--tokenizer file")) if o["tokenizer"] else None,
+        dataset=str(inputs.input_file(o["dataset"], "--dataset file")) if o["dataset"] else None,
+        probe=o["probe"], progress=o["progress"] and err_console.is_terminal, overwrite=o["force"],
+        meta={"header_names": sorted(hdrs), "api_key_env": o["api_key_env"], "concurrency": c, "rate": r,
+              "find_max": o["find_max"], "slo": o["slo"]},
+    )
+    return cfg, out_path
+
+
+def _bench(url: str, *, json_out: bool, **o: Any) -> None:
     try:
-        out_path, records_path = _paths(output, records)
-        cfg = BenchConfig(
-            target=Target(url, model=model, api=api, api_key_env=api_key_env or None, include_usage=usage,
-                          ignore_eos=ignore_eos, extra_body=_extra_body(extra_body), headers=_headers(header)),
-            workload=workload, records_path=records_path, requests=requests,
-            duration_s=parse_duration(duration) if duration else None, seed=seed,
-            concurrency=parse_int_list(concurrency, "--concurrency") if concurrency else None,
-            rate=parse_float_list(rate, "--rate") if rate else None, find_max=find_max,
-            slo=SLO.parse(slo) if slo else None, warmup=warmup,
-            request_timeout_s=parse_duration(timeout), stall_timeout_s=parse_duration(stall_timeout),
-            max_time_s=parse_duration(max_time), max_connections=max_connections,
-            tokenizer=str(tokenizer) if tokenizer else None, dataset=str(dataset) if dataset else None,
-            probe=probe, progress=progress and err_console.is_terminal,
-            meta={"header_names": sorted(_headers(header)), "api_key_env": api_key_env,
-                  "concurrency": concurrency, "rate": rate, "find_max": find_max, "slo": slo},
-        )
-        if max_connections < 1:
-            raise VazaoError("--max-connections must be positive")
-        if warmup is not None and warmup < 0:
-            raise VazaoError("--warmup must not be negative")
+        cfg, out_path = _config(url, o)
     except VazaoError as exc:
-        fail(str(exc))
+        fail(redact.redact(str(exc)))
     result = BenchResult(cfg, None)
     try:
-        run_loop(run_bench(cfg, result))  # uvloop when installed (the `fast` extra)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted: what was measured is in {records_path}")
-        _show_log(records_path, cfg.slo, json_out)
-        raise typer.Exit(130) from None
+        signum = _run(cfg, result)
     except BenchRefused as exc:
-        fail(f"{exc} (records so far: {records_path})")
+        fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
     except VazaoError as exc:
-        fail(str(exc))
-    data = result.to_json()
+        fail(redact.redact(str(exc)))
+    data = redact.redact_obj(_clean(result.to_json()))
     if out_path is not None:
-        out_path.write_text(json.dumps(_clean(data), indent=2) + "\n", encoding="utf-8")
+        inputs.write_text(out_path, json.dumps(data, indent=2) + "\n", "result file (-o)")
+    if signum is not None:
+        name = signal.Signals(signum).name
+        _say(f"interrupted by {name}: the requests in flight were recorded as cancelled; "
+             f"what was measured is in {cfg.records_path}" + (f" and {out_path}" if out_path else ""), err=True)
     if json_out:
         emit_json(data)
     else:
         _print_result(result, out_path)
-    code = _exit_code(result)
+    code = 128 + signum if signum is not None else _exit_code(result)
     if code:
         raise typer.Exit(code)
 
 
 def _exit_code(result: BenchResult) -> int:
+    recs = result.all_records()
+    if recs and all(error_kind(r.error) == "connect" for r in recs):  # --no-probe at a wrong URL: bad input
+        detail = recs[0].error.split(":", 1)[1].strip()
+        report_error(redact.redact(f"cannot reach {result.config.target.safe_url}: {detail}"))
+        return 2
     errors = {k: v for lv in result.levels for k, v in lv.errors.items()}
     fatal = [k for k in errors if k in FATAL_KINDS]
     if fatal:
@@ -159,41 +316,41 @@ def _exit_code(result: BenchResult) -> int:
 def _print_result(result: BenchResult, out_path: Path | None) -> None:
     cfg = result.config
     pre = result.preflight
-    head = f"[bold]{cfg.target.safe_url}[/]  model {pre.model if pre else cfg.target.model}  "
-    head += f"workload {result.workload.name}: {result.workload.describe()}"
-    console.print(head, highlight=False)
+    model = pre.model if pre else cfg.target.model
+    head = cfg.target.safe_url + (f"  model {model}" if model else "")
+    if result.workload is not None:
+        head += f"  workload {result.workload.name}: {result.workload.describe()}"
+    _say(head)
     if result.sweep:
         slo = cfg.slo
         console.print(sweep_table([(lv.level, lv.summary, slo.met_by(lv.summary) if slo else None)
                                    for lv in result.levels]))
         if result.search:
             best = result.best
-            console.print(f"highest {result.search} meeting the SLO: "
-                          f"{best.level[result.search] if best else 'none of the levels tried'}", highlight=False)
+            _say(f"highest {result.search} meeting the SLO: "
+                 f"{best.level[result.search] if best else 'none of the levels tried'}")
     if result.summary is not None:
         title = "measured" if not result.sweep else (
             f"best level ({result.best.level})" if result.best else f"last level ({result.levels[-1].level})")
         console.print(summary_table(result.summary, title))
         for line in summary_lines(result.summary):
-            console.print(line, highlight=False)
+            _say(line)
     data = result.to_json()
     client = data["client"]
     if client:
         per = f", {client['us_per_chunk']:.0f} µs per chunk" if client.get("us_per_chunk") else ""
-        console.print(f"client CPU: {client['share_of_core']:.0%} of a core (peak {client['peak_share_of_core']:.0%})"
-                      f"{per}", highlight=False)
+        _say(f"client CPU: {client['share_of_core']:.0%} of a core (peak {client['peak_share_of_core']:.0%}){per}")
     srcs = data["tokens"]
-    console.print(f"token counts from: output {_fmt_counts(srcs['output'])}; prompt {_fmt_counts(srcs['prompt'])}",
-                  highlight=False)
+    _say(f"token counts from: output {_fmt_counts(srcs['output'])}; prompt {_fmt_counts(srcs['prompt'])}")
     srv = data["server"]
     if srv.get("engine") or srv.get("server_vs_client"):
         line = f"server: {srv.get('engine') or 'unknown engine'}"
         for name, v in (srv.get("server_vs_client") or {}).items():
             line += f"; {name}: server {v['server']:,.0f} vs client {v['client']:,}"
-        console.print(line, highlight=False)
+        _say(line)
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    console.print(f"records: {cfg.records_path}" + (f"; result: {out_path}" if out_path else ""), highlight=False)
+        _say(w, markup="[yellow]warning:[/] ")
+    _say(f"records: {cfg.records_path}" + (f"; result: {out_path}" if out_path else ""))
 
 
 def _fmt_counts(c: dict[str, int]) -> str:
@@ -203,8 +360,15 @@ def _fmt_counts(c: dict[str, int]) -> str:
 # ---- summarize ---------------------------------------------------------------------------------
 
 
-def log_summary(path: Path, slo: SLO | None) -> dict[str, Any]:
-    log = read_log(path)
+def log_summary(path: Path, slo: SLO | None, run: str | None = None) -> dict[str, Any]:
+    return _log_summary(read_log(path, run), path, slo)
+
+
+def _log_summary(log: LogContents, path: Path, slo: SLO | None) -> dict[str, Any]:
+    if not log.records:
+        what = "warm-up requests only" if log.warmup else "no request records"
+        raise VazaoError(f"{path} (run {log.run_id}) holds {what}: nothing to summarize "
+                         "(the run ended before any measured request finished)")
     levels = {int(p.get("index", i)): {k: v for k, v in p.items() if k in ("concurrency", "rate")}
               for i, p in enumerate(log.points)}
     points = []
@@ -221,19 +385,16 @@ def log_summary(path: Path, slo: SLO | None) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": summary, "errors": errors, "records": len(log.records),
                            "warmup_excluded": len(log.warmup), "malformed_lines": log.malformed,
                            "complete": bool(log.notes.get("end")),
-                           "run": {k: log.meta.get(k) for k in ("url", "api", "workload", "started") if k in log.meta},
+                           "run": {"run_id": log.run_id,
+                                   **{k: log.meta.get(k) for k in ("url", "api", "workload", "started")
+                                      if k in log.meta}},
                            "definitions": DEFINITIONS}
     if points:
         out["points"] = points
     return out
 
 
-def _show_log(path: Path, slo: SLO | None, json_out: bool) -> None:
-    try:
-        data = log_summary(path, slo)
-    except VazaoError as exc:
-        err_console.print(str(exc))
-        return
+def _show_log(data: dict[str, Any], path: Path, slo: SLO | None, json_out: bool) -> None:
     if json_out:
         emit_json(data)
         return
@@ -243,9 +404,9 @@ def _show_log(path: Path, slo: SLO | None, json_out: bool) -> None:
     s: RunSummary = data["summary"]
     console.print(summary_table(s, f"{path}"))
     for line in summary_lines(s):
-        console.print(line, highlight=False)
+        _say(line)
     if data["errors"]:
-        console.print("errors: " + ", ".join(f"{k} ×{v}" for k, v in data["errors"].items()), highlight=False)
+        _say("errors: " + ", ".join(f"{k} ×{v}" for k, v in data["errors"].items()))
     notes = []
     if data["warmup_excluded"]:
         notes.append(f"{data['warmup_excluded']} warm-up requests excluded")
@@ -254,41 +415,58 @@ def _show_log(path: Path, slo: SLO | None, json_out: bool) -> None:
     if not data["complete"]:
         notes.append("the run did not finish (no end line): this summary covers what was recorded")
     for n in notes:
-        console.print(n, highlight=False)
+        _say(n)
+
+
+RUN_HELP = "The run to read, by its run id, when a records file holds several."
 
 
 @app.command("summarize")
 def summarize_cmd(
     records: Path = typer.Argument(..., help="A records JSONL written by vazao bench (complete or cut short)."),
     slo: str = typer.Option(None, "--slo", help="Limits for goodput, e.g. ttft_p95=1s."),
+    run: str = typer.Option(None, "--run", help=RUN_HELP),
     json_out: bool = JSON,
 ) -> None:
     """Rebuild the summary from a run's records file (e.g. after Ctrl-C or a crash)."""
     try:
         limits = SLO.parse(slo) if slo else None
-        if not records.is_file():
-            raise VazaoError(f"{records} does not exist")
-        _show_log(records, limits, json_out)
+        inputs.input_file(records, "records file", allow_special=True)
+        data = log_summary(records, limits, run)
     except VazaoError as exc:
         fail(str(exc))
+    _show_log(data, records, limits, json_out)
 
 
 # ---- compare -----------------------------------------------------------------------------------
 
 
-def _load_summary(path: Path, slo: SLO | None) -> tuple[RunSummary, dict]:
-    if not path.is_file():
-        raise VazaoError(f"{path} does not exist")
+def _load_summaries(path: Path, slo: SLO | None, wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
+    """(name, summary, data) for a result JSON, or for the run(s) of a records JSONL: its only run,
+    else each of `wanted` that it holds (named file#run)."""
+    inputs.input_file(path, "bench result", allow_special=True)
     if path.suffix == ".jsonl":
-        data = log_summary(path, slo)
-        return data["summary"], data
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise VazaoError(f"{path} is not a vazao bench JSON result") from None
+        runs = read_runs(path)
+        if len(runs) == 1:
+            (log,) = runs.values()
+            return [(path.name, *_summary_of(log, path, slo))]
+        picked = [r for r in wanted if r in runs]
+        if not picked:
+            raise VazaoError(f"{path} holds {len(runs)} runs ({', '.join(list(runs)[:8])}); "
+                             "pick with --run ID (repeatable)")
+        return [(f"{path.name}#{r}", *_summary_of(runs[r], path, slo)) for r in picked]
+    data = inputs.read_json(path, "bench result")
     if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
         raise VazaoError(f"{path} has no summary (is it a `vazao bench -o` result?)")
-    return RunSummary.from_json(data["summary"]), data
+    try:
+        return [(path.name, RunSummary.from_json(data["summary"]), data)]
+    except (TypeError, KeyError, ValueError):
+        raise VazaoError(f"{path}: its summary is not a vazao bench summary") from None
+
+
+def _summary_of(log: LogContents, path: Path, slo: SLO | None) -> tuple[RunSummary, dict]:
+    data = _log_summary(log, path, slo)
+    return data["summary"], data
 
 
 @app.command("compare")
@@ -301,6 +479,8 @@ def compare_cmd(
     fmt: str = typer.Option(None, "--format", "-f", help="Weight format for --simulate."),
     count: int = typer.Option(1, "--count", "-n", help="Accelerators for --simulate."),
     slo: str = typer.Option(None, "--slo", help="Limits for goodput."),
+    run: list[str] = typer.Option(None, "--run", help="Run ids to take from records files holding several "
+                                  "(repeatable; each becomes a column)."),
     json_out: bool = JSON,
 ) -> None:
     """Measured runs side by side, or measured against predicted on the same workload."""
@@ -308,10 +488,10 @@ def compare_cmd(
         limits = SLO.parse(slo) if slo else None
         names, summaries, datas = [], [], []
         for p in runs:
-            s, data = _load_summary(p, limits)
-            names.append(p.name)
-            summaries.append(s)
-            datas.append(data)
+            for name, s, data in _load_summaries(p, limits, list(run or [])):
+                names.append(name)
+                summaries.append(s)
+                datas.append(data)
         if simulate:
             name, predicted = _simulate_like(datas[0], gpu=gpu, model=model, engine=engine, fmt=fmt, count=count,
                                              slo=limits)

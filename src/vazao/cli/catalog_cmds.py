@@ -59,8 +59,8 @@ def formats_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
-    acc = get_accelerator(gpu) if gpu else None
-    if engine:
+    acc = get_accelerator(gpu) if gpu is not None else None
+    if engine is not None:
         from vazao.physics.profiles import get_engine
 
         engine = get_engine(engine).name

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from vazao import limits
 from vazao.budget import analytic_summary, check_budget, load_budget, read_run, simulated_summary
 from vazao.catalog.hardware import accelerators, get_accelerator
 from vazao.catalog.prices import all_prices, get_price, load_prices, usd_str
@@ -16,7 +17,7 @@ from vazao.cli.app import JSON, app, console, emit_json
 from vazao.cost.agent import AgentTask, bill_agent
 from vazao.cost.breakeven import bill_workload, break_even, choose_count
 from vazao.cost.conversation import Conversation, bill_conversation, levers
-from vazao.cost.ledger import TokenLedger, bill_requests, line, make_bill
+from vazao.cost.ledger import TokenLedger, bill_requests, check_ttl, line, make_bill
 from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
 from vazao.cost.price_import import convert, dump_prices, read_litellm
 from vazao.cost.selfhost import (
@@ -31,6 +32,7 @@ from vazao.cost.selfhost import (
 from vazao.cost.training import training_cost
 from vazao.cost.usage import bill_usage
 from vazao.errors import VazaoError
+from vazao.inputs import number, output_file, split_list, write_text
 from vazao.report import cost_console as R
 from vazao.report.console import print_lines
 from vazao.results import SLO
@@ -53,7 +55,19 @@ ANALYTIC = typer.Option(False, "--analytic", help="Use the closed-form model, no
 
 
 def _extra(prices_file: Path | None):
-    return load_prices(prices_file) if prices_file else None
+    return load_prices(prices_file) if prices_file is not None else None
+
+
+def _tokens(what: str, value: int, minimum: int = 0) -> int:
+    """Tokens of one message, prompt or reply: whole, within one context window's bound."""
+    return int(number(value, what, minimum=minimum, maximum=limits.MAX_CONTEXT, integer=True))
+
+
+def _cache_ttl(cache: str | None) -> str | None:
+    """--cache as given ('' is an error, not "no cache"); the price table says which TTLs exist."""
+    if cache is not None and not cache.strip():
+        raise VazaoError("--cache is empty; give a TTL such as 5m or 1h, or leave --cache out")
+    return cache
 
 
 def _price(name: str, prices_file: Path | None):
@@ -85,9 +99,10 @@ def prices_cmd(
         else:
             console.print(R.gpu_rental_table(rented))
         return
-    tables = [t for t in all_prices(_extra(prices_file)) if not provider or t.provider == provider.lower()]
-    if provider and not tables:
-        raise VazaoError(f"no prices for provider {provider!r}")
+    tables = [t for t in all_prices(_extra(prices_file)) if provider is None or t.provider == provider.lower()]
+    if provider is not None and not tables:
+        known = sorted({t.provider for t in all_prices(_extra(prices_file))})
+        raise VazaoError(f"no prices for provider {provider[:60]!r} (providers: {', '.join(known)})")
     if json_out:
         emit_json({"prices": [t.to_json() for t in tables]})
         return
@@ -107,11 +122,18 @@ def prices_import_cmd(
     """Convert a price file to vazao's prices format (use it with --prices FILE)."""
     if not from_litellm:
         raise VazaoError("say which format to import: --from-litellm")
+    if as_of is not None:
+        try:
+            as_of = _dt.date.fromisoformat(as_of.strip()).isoformat()
+        except ValueError:
+            raise VazaoError(f"--as-of must be a date like 2026-01-31, got {as_of[:40]!r}") from None
+    if out is not None:
+        output_file(out, "--out file")
     data, src = read_litellm(path)
     entries, skipped = convert(data, as_of or _dt.date.today().isoformat(), provider)
     text = dump_prices(entries, f"# Imported from {src} by `vazao prices import --from-litellm`.")
-    if out:
-        out.write_text(text, encoding="utf-8")
+    if out is not None:
+        write_text(out, text, "--out file")
     if json_out:
         emit_json({"source": str(src), "imported": len(entries), "skipped": skipped,
                    "out": str(out) if out else None})
@@ -129,8 +151,8 @@ app.add_typer(bill_app, name="bill")
 
 def _show_bill(bill, title: str, json_out: bool, per_day: int | None, extra: dict | None = None,
                after=None) -> None:
-    if per_day is not None and per_day < 0:
-        raise VazaoError("--per-day must be non-negative")
+    if per_day is not None:
+        number(per_day, "--per-day", minimum=0, maximum=limits.MAX_COUNT, integer=True)
     per_day_usd = bill.total_usd * per_day if per_day is not None else None
     if json_out:
         d = bill.to_json()
@@ -157,9 +179,13 @@ def bill_request_cmd(
     cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """One request's bill from its token ledger."""
+    led = TokenLedger(new_input=_tokens("--input", input_tokens), cache_read=_tokens("--cached", cached),
+                      cache_write=_tokens("--cache-write", cache_write), output=_tokens("--output", output_tokens),
+                      reasoning=_tokens("--reasoning", reasoning))
+    number(count, "--count", minimum=1, maximum=limits.MAX_COUNT, integer=True)
+    cache = _cache_ttl(cache)
     table = _price(price, prices_file)
-    led = TokenLedger(new_input=input_tokens, cache_read=cached, cache_write=cache_write, output=output_tokens,
-                      reasoning=reasoning)
+    check_ttl(table, cache)
     bill = make_bill(table, [line(table, "request", led, count, batch, cache)], batch, cache)
     _show_bill(bill, f"Request on {table.id}", json_out, None)
 
@@ -176,6 +202,10 @@ def bill_conversation_cmd(
     json_out: bool = JSON,
 ) -> None:
     """A conversation whose history is re-sent each turn; --cache caches the system prompt."""
+    number(turns, "--turns", minimum=1, maximum=limits.MAX_TURNS, integer=True)
+    for what, v in (("--system", system), ("--user", user), ("--reply", reply), ("--reasoning", reasoning)):
+        _tokens(what, v)
+    cache = _cache_ttl(cache)
     table = _price(price, prices_file)
     conv = Conversation(system=system, turns=turns, user=user, reply=reply, reasoning=reasoning)
     bill = bill_conversation(conv, table, cache, batch)
@@ -198,6 +228,12 @@ def bill_agent_cmd(
     json_out: bool = JSON,
 ) -> None:
     """An agentic task: agents × calls × (context + reply)."""
+    for what, v in (("--calls", calls), ("--agents", agents)):
+        number(v, what, minimum=1, maximum=limits.MAX_CALLS, integer=True)
+    for what, v in (("--context", context), ("--reply", reply), ("--cached-context", cached_context),
+                    ("--reasoning", reasoning)):
+        _tokens(what, v)
+    cache = _cache_ttl(cache)
     table = _price(price, prices_file)
     task = AgentTask(calls=calls, context=context, reply=reply, agents=agents, cached_context=cached_context,
                      reasoning=reasoning)
@@ -211,16 +247,26 @@ def bill_agent_cmd(
 @bill_app.command("usage")
 def bill_usage_cmd(
     log: Path = typer.Argument(..., help="JSONL of usage objects (OpenAI chat/responses or Anthropic)."),
-    price: str = PRICE, cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE,
+    price: str = typer.Option(None, "--price", "-p", help="Fallback price id for lines whose model is missing "
+                              "or not in the price catalog (each other line is billed at its model's price)."),
+    cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE,
     json_out: bool = JSON,
 ) -> None:
-    """Bill a log of real requests; malformed lines are counted and reported, the rest billed."""
-    table = _price(price, prices_file)
-    ub = bill_usage(log, table, batch, cache)
+    """Bill a log of real requests, each line at its own model's price; malformed lines are counted
+    and reported, the rest billed."""
+    extra = _extra(prices_file)
+    table = get_price(price, extra) if price else None
+    ub = bill_usage(log, table, batch, cache, extra)
     if json_out:
         emit_json(ub.to_json())
         return
-    _show_bill(ub.bill, f"Usage log {log.name} on {table.id}", False, None)
+    _show_bill(ub.bill, f"Usage log {log.name}, priced per model", False, None)
+    print_lines(console, ["prices: " + ", ".join(f"{label} at {pid}" if label != pid else label
+                                                   for label, pid in ub.prices)])
+    if ub.fallback_requests:
+        print_lines(console, [f"[yellow]note:[/] {ub.fallback_requests:,} line(s) billed at the fallback "
+                              f"--price {ub.bill.price.id}: model(s) {', '.join(ub.fallback_models)} "
+                              "not in the price catalog"])
     print_lines(console, R.malformed_lines(ub.malformed, ub.malformed_lines))
 
 
@@ -235,7 +281,7 @@ def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | 
     fixed-length workload built from --input/--output (what the simulator needs)."""
     from vazao.workload import load_workload, workload_from_dict
 
-    if workload:
+    if workload is not None:
         w = load_workload(workload)
         plan = w.plan()
         if not plan:
@@ -245,8 +291,8 @@ def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | 
                 round(statistics.fmean(r.prefix_tokens for r in plan)), w, plan)
     if input_tokens is None or output_tokens is None:
         raise VazaoError("give --workload, or both --input and --output tokens per request")
-    if input_tokens < 1 or output_tokens < 1:
-        raise VazaoError("--input and --output must be positive")
+    _tokens("--input", input_tokens, minimum=1)
+    _tokens("--output", output_tokens, minimum=1)
     w = workload_from_dict({"arrival": {"kind": "concurrency", "concurrency": 1}, "prompt": input_tokens,
                             "output": output_tokens, "requests": 200},
                            name=f"fixed {input_tokens} in / {output_tokens} out")
@@ -316,12 +362,14 @@ def cost_selfhost_cmd(
 ) -> None:
     """$/Mtok of a self-hosted deployment at the throughput that meets the SLO."""
     utilisation = parse_utilisation(utilisation)
+    if usd_per_hour is not None:
+        gpu_rate(None, usd_per_hour)  # a bad figure fails here, not as "no GPU count serves"
     if measured is not None and workload is None and (input_tokens is None or output_tokens is None):
         inp = out = cached = None  # the run brings its own throughput; no request shape needed
         w = None
     else:
         inp, out, cached, w, _plan = _shape(workload, input_tokens, output_tokens)
-    s = SLO.parse(slo) if slo else None
+    s = SLO.parse(slo) if slo is not None else None
     c = _selfhost(model, gpu, count, fmt, engine, usd_per_hour, utilisation, w, inp, out, cached, s, measured,
                   analytic)
     if json_out:
@@ -342,10 +390,12 @@ def cost_breakeven_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type."""
+    gpu_ids = split_list(gpus, "--gpus", max_items=16)
+    cache = _cache_ttl(cache)
     table = _price(price, prices_file)
     utilisation = parse_utilisation(utilisation)
     inp, out, cached, w, plan = _shape(workload, input_tokens, output_tokens)
-    s = SLO.parse(slo) if slo else None
+    s = SLO.parse(slo) if slo is not None else None
     if plan is not None:
         api = bill_workload(plan, table, cache)
         per_request = api.total_usd / api.requests
@@ -353,7 +403,7 @@ def cost_breakeven_cmd(
         api = bill_requests(table, [("request", TokenLedger(new_input=inp, output=out))], cache_ttl=None)
         per_request = api.total_usd
     rows = []
-    for gpu in [g.strip() for g in gpus.split(",") if g.strip()]:
+    for gpu in gpu_ids:
         c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
         rows.append(break_even(c, get_accelerator(gpu).id, table.id, per_request, inp + out))
     if json_out:
@@ -377,8 +427,11 @@ def cost_train_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Training cost: 6·N·D FLOPs over peak × MFU, in GPU-hours and dollars."""
-    tc = training_cost(parse_count(params), parse_count(tokens), get_accelerator(gpu), mfu, usd_per_hour,
-                       gpus, lora, dtype)
+    n = number(parse_count(params), "--params", minimum=0, exclusive_min=True, maximum=limits.MAX_PARAMS)
+    d = number(parse_count(tokens), "--tokens", minimum=0, exclusive_min=True, maximum=limits.MAX_TRAIN_TOKENS)
+    number(mfu, "--mfu", minimum=0, exclusive_min=True, maximum=1)
+    number(gpus, "--gpus", minimum=1, maximum=limits.MAX_GPUS, integer=True)
+    tc = training_cost(n, d, get_accelerator(gpu), mfu, usd_per_hour, gpus, lora, dtype)
     if json_out:
         emit_json(tc.to_json())
         return
@@ -400,12 +453,21 @@ def prefix_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Find the longest static prefix, the cache hit rate, savings and what breaks the prefix."""
+    if unit not in ("token", "char"):
+        raise VazaoError(f"--unit is token or char, got {unit[:40]!r}")
+    if block is not None:
+        number(block, "--block", minimum=1, maximum=2**20, integer=True)
+    number(min_cacheable, "--min-cacheable", minimum=0, maximum=limits.MAX_CONTEXT, integer=True)
+    number(chars_per_token, "--chars-per-token", minimum=0, exclusive_min=True, maximum=limits.MAX_CHARS_PER_TOKEN)
+    cache = _cache_ttl(cache)
+    ttl_s = 300.0
+    if cache is not None and cache != "default":
+        ttl_s = parse_duration(cache)
+        if not ttl_s > 0:
+            raise VazaoError(f"--cache TTL must be longer than zero, got {cache!r}")
     table = _price(price, prices_file)
     reqs, malformed, bad = read_requests(requests_file)
-    ttl_s = 300.0
-    if cache and cache != "default":
-        ttl_s = parse_duration(cache)
-    encode = tokenizer_from_file(tokenizer) if tokenizer else None
+    encode = tokenizer_from_file(tokenizer) if tokenizer is not None else None
     report = analyze(reqs, table, unit=unit, block=block, min_cacheable_tokens=min_cacheable, ttl_s=ttl_s,
                      cache_ttl=cache, chars_per_token=chars_per_token, encode=encode)
     report = replace(report, malformed=malformed, malformed_lines=tuple(bad))
@@ -443,9 +505,16 @@ def budget_check_cmd(
     """Cost per task, margin and latency against the budget; exit 1 when any task misses."""
     budget = load_budget(budget_file, _extra(prices_file))
     per_task, all_tasks = {}, None
+
+    def exists(text: str) -> bool:
+        try:
+            return Path(text).exists()
+        except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+            return False
+
     for m in measured:
         name, sep, path = m.partition("=")
-        if sep and not Path(m).exists():
+        if sep and not exists(m):
             per_task[name] = Path(path)
         elif all_tasks is None:
             all_tasks = Path(m)

@@ -24,8 +24,6 @@ ENGINE = typer.Option(None, "--engine", "-e",
 IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
 
 
-
-
 @app.command("fit")
 def fit_cmd(
     model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
@@ -80,6 +78,8 @@ def demo_cmd(
 ) -> None:
     """The default scenario: popular models × GPUs × formats — what fits, and how fast (vLLM profile)."""
     from rich.table import Table
+
+    check_positive(input=input_tokens, output=output_tokens)
 
     from vazao.scenario_grid import grid
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import typer
 
+from vazao import limits
 from vazao.catalog.models import load_model
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_float_list, parse_int_list
 from vazao.errors import VazaoError
+from vazao.inputs import number, output_file
 from vazao.report.sim_console import (
     header_lines,
     points_table,
@@ -39,7 +41,26 @@ def _spec(k: int | None, alpha: float | None, draft: str | None, ratio: float | 
         raise VazaoError("speculative decoding needs both --spec-k and --spec-alpha")
     if draft is not None and ratio is not None:
         raise VazaoError("give --spec-draft (a draft model) or --spec-draft-ratio, not both")
-    return SpecConfig(k, alpha, load_model(draft).arch if draft else None, ratio)
+    alpha = float(number(alpha, "--spec-alpha (acceptance rate)", minimum=0, maximum=1))
+    if ratio is not None:
+        ratio = float(number(ratio, "--spec-draft-ratio", minimum=0, maximum=100))
+    return SpecConfig(k, alpha, load_model(draft).arch if draft is not None else None, ratio)
+
+
+def _traffic(rate: str | None, concurrency: str | None) -> tuple[list[float], list[int]]:
+    """The --rate / --concurrency levels ('' is an error, not "not given")."""
+    rates = (parse_float_list(rate, "--rate", maximum=limits.MAX_RATE) if rate is not None else [])
+    concs = (parse_int_list(concurrency, "--concurrency", maximum=limits.MAX_CONCURRENCY)
+             if concurrency is not None else [])
+    if rates and concs:
+        raise VazaoError("give --rate or --concurrency, not both")
+    if max(len(rates), len(concs)) > limits.MAX_VARIANTS:
+        raise VazaoError(f"a sweep runs at most {limits.MAX_VARIANTS} levels")
+    return rates, concs
+
+
+def _write_records(path: Path, results) -> None:
+    write_jsonl(path, (rec for r in results for rec in r.records()), "--records file")
 
 
 @app.command("simulate")
@@ -88,28 +109,35 @@ def simulate_cmd(
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
     speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model."""
     check_positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
-              max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue)
-    rates = parse_float_list(rate, "--rate") if rate else []
-    concs = parse_int_list(concurrency, "--concurrency") if concurrency else []
-    if rates and concs:
-        raise VazaoError("give --rate or --concurrency, not both")
+                   max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue, spec_k=spec_k)
+    if seed is not None:
+        number(seed, "--seed", minimum=0, maximum=limits.SEED_LIMIT - 1, integer=True)
+    rates, concs = _traffic(rate, concurrency)
     axes = parse_compare(compare_axes or [])
     sweeping = len(rates) > 1 or len(concs) > 1
     if axes and sweeping:
         raise VazaoError("--compare runs one traffic level; give a single --rate/--concurrency with it")
-    slo_obj = SLO.parse(slo) if slo else None
+    if records is not None:
+        output_file(records, "--records file")
+    slo_obj = SLO.parse(slo) if slo is not None else None
     w = load_workload(workload, requests=requests, seed=seed,
-                      duration_s=parse_duration(duration) if duration else None,
+                      duration_s=parse_duration(duration) if duration is not None else None,
                       rate=rates[0] if len(rates) == 1 else None,
                       concurrency=concs[0] if len(concs) == 1 else None)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
-    link = parse_bandwidth(kv_link) if kv_link else None
+    link = None
+    if kv_link is not None:
+        link = parse_bandwidth(kv_link)
+        if not link > 0:
+            raise VazaoError(f"--kv-link must be a positive bandwidth, e.g. 50GB/s, got {kv_link!r}")
     cfg = SimConfig.from_engine(
         dep.engine, scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
         max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
         chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue,
         spec=_spec(spec_k, spec_alpha, spec_draft, spec_draft_ratio),
-        disagg=DisaggConfig.parse(disagg, link) if disagg else None)
+        disagg=DisaggConfig.parse(disagg, link) if disagg is not None else None)
+    if link is not None and cfg.disagg is None:
+        raise VazaoError("--kv-link is the link between disaggregated pools: give --disagg with it")
 
     head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
             "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
@@ -117,46 +145,43 @@ def simulate_cmd(
             "config": cfg.describe()}
     if slo_obj:
         head["slo"] = dict(slo_obj.limits)
+    # The result goes to stdout first, the records file after: a failed write keeps the printed copy.
     if axes:
         variants = compare(dep, w, cfg, axes, slo_obj)
-        if records:
-            for v in variants:
-                write_jsonl(records, v.result.records())
         if json_out:
             emit_json({**head, "summary": variants[0].result.summary, "variants": variants})
-            return
-        for line in header_lines(head):
-            console.print(line, highlight=False)
-        console.print(variants_table(head, variants, slo_obj is not None))
-        for v in variants:
-            for line in v.result.warnings:
-                console.print(f"[yellow]{v.name}: {line}[/]", highlight=False)
-        return
-    if sweeping:
+        else:
+            for line in header_lines(head):
+                console.print(line, highlight=False)
+            console.print(variants_table(head, variants, slo_obj is not None))
+            for v in variants:
+                for line in v.result.warnings:
+                    console.print(f"[yellow]{v.name}: {line}[/]", highlight=False)
+        results = [v.result for v in variants]
+    elif sweeping:
         points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj)
-        if records:
-            for p in points:
-                write_jsonl(records, p.result.records())
         if json_out:
             emit_json({**head, "summary": points[-1].result.summary, "points": points})
-            return
-        for line in header_lines(head):
-            console.print(line, highlight=False)
-        console.print(points_table(head, points, slo_obj is not None))
-        for p in points:
-            for line in p.result.warnings:
-                console.print(f"[yellow]{p.kind} {p.value:g}: {line}[/]", highlight=False)
-        return
-    result = simulate(dep, w, cfg, slo_obj)
-    if records:
-        write_jsonl(records, result.records())
-    if json_out:
-        emit_json({**head, "summary": result.summary, "sim": result})
-        return
-    for line in header_lines(head):
-        console.print(line, highlight=False)
-    console.print(summary_table(head, result.summary))
-    for line in result_lines(result, slo_obj):
-        console.print(line, highlight=False)
-    if timeline:
-        console.print(timeline_table(thin(result.timeline, 16)))
+        else:
+            for line in header_lines(head):
+                console.print(line, highlight=False)
+            console.print(points_table(head, points, slo_obj is not None))
+            for p in points:
+                for line in p.result.warnings:
+                    console.print(f"[yellow]{p.kind} {p.value:g}: {line}[/]", highlight=False)
+        results = [p.result for p in points]
+    else:
+        result = simulate(dep, w, cfg, slo_obj)
+        if json_out:
+            emit_json({**head, "summary": result.summary, "sim": result})
+        else:
+            for line in header_lines(head):
+                console.print(line, highlight=False)
+            console.print(summary_table(head, result.summary))
+            for line in result_lines(result, slo_obj):
+                console.print(line, highlight=False)
+            if timeline:
+                console.print(timeline_table(thin(result.timeline, 16)))
+        results = [result]
+    if records is not None:
+        _write_records(records, results)

@@ -196,8 +196,17 @@ class Bill:
         }
 
 
+def check_ttl(table: PriceTable, cache_ttl: str | None) -> None:
+    """A --cache TTL the table prices (a table without write prices caches automatically: any TTL)."""
+    ttls = table.base.cache_ttls
+    if cache_ttl not in (None, "default") and ttls and cache_ttl not in ttls:
+        raise VazaoError(f"{table.id} has no prompt-cache TTL {str(cache_ttl)[:40]!r}; it has: "
+                         f"{', '.join(ttls)} (or default)")
+
+
 def make_bill(table: PriceTable, lines: Iterable[Line], batch: bool = False, cache_ttl: str | None = None,
               notes: Iterable[str] = ()) -> Bill:
+    check_ttl(table, cache_ttl)
     lines = tuple(lines)
     notes = list(notes)
     tokens = sum((ln.tokens for ln in lines), TokenLedger())

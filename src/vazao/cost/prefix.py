@@ -22,6 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from vazao import inputs
 from vazao.catalog.prices import PriceTable, share_str, usd_str
 from vazao.cost.ledger import Charge, TokenLedger, price_request
 from vazao.errors import VazaoError
@@ -33,6 +34,7 @@ ANCHOR_UNITS = 8  # k-gram length used to find where two prompts line up again
 MAX_SPANS_PER_PAIR = 4
 MAX_PAIRS = 400
 MAX_CANDIDATES = 8
+MAX_TIME_S = 1e11  # a Unix time in seconds (year ~5000); larger is not a timestamp
 
 _KINDS = (
     ("timestamp", re.compile(
@@ -104,12 +106,14 @@ def _timestamp(obj: Mapping) -> float | None:
         if v is None:
             continue
         if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if not (math.isfinite(v) and abs(v) <= MAX_TIME_S):
+                raise ValueError(f"{key} is not a time in seconds: {str(v)[:40]}")
             return float(v)
         if isinstance(v, str):
             try:
                 return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                raise ValueError(f"{key} is not an ISO 8601 time: {v!r}") from None
+            except (ValueError, OverflowError, OSError):
+                raise ValueError(f"{key} is not an ISO 8601 time: {v[:40]!r}") from None
     return None
 
 
@@ -121,24 +125,34 @@ class Request:
 
 
 def read_requests(path: str | Path) -> tuple[list[Request], int, list[tuple[int, str]]]:
-    """Requests from a JSONL file; returns (requests, malformed count, first malformed lines)."""
+    """Requests from a JSONL file; returns (requests, malformed count, first malformed lines).
+    A file in which no line is a request is an error."""
     p = Path(path).expanduser()
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise VazaoError(f"cannot read requests file {p}: {exc.strerror or exc}") from None
     out, bad, malformed = [], [], 0
-    for n, raw in enumerate(lines, start=1):
-        if not raw.strip():
+    for n, raw in inputs.iter_lines(inputs.input_stream(p, "requests file"), "requests file"):
+        if raw is not None and not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            if raw is None:
+                raise ValueError("not UTF-8 text, or a line longer than 16 MiB")
+            obj = _loads(raw, n)
             out.append(Request(n, request_text(obj), _timestamp(obj)))
         except ValueError as exc:
             malformed += 1
             if len(bad) < 20:
-                bad.append((n, "invalid JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)))
+                bad.append((n, str(exc)[:200]))
+    if not out:
+        detail = f" (line {bad[0][0]}: {bad[0][1]})" if bad else ""
+        raise VazaoError(f"requests file {inputs._show(p)} holds no request{detail}")
     return out, malformed, bad
+
+
+def _loads(text: str, n: int) -> Any:
+    try:
+        return inputs.loads_json(text, f"line {n}")
+    except VazaoError as exc:
+        msg = str(exc)
+        raise ValueError("invalid JSON" if "not valid JSON" in msg else msg.removeprefix(f"line {n} ")) from None
 
 
 # ---- units ------------------------------------------------------------------------------------
@@ -152,8 +166,9 @@ def tokenizer_from_file(path: str | Path) -> Callable[[str], list]:
         from tokenizers import Tokenizer
     except ImportError:
         raise VazaoError("--tokenizer needs the 'tokenizers' package: pip install 'vazao[tokenizers]'") from None
+    p = inputs.input_file(Path(path).expanduser(), "tokenizer")
     try:
-        tok = Tokenizer.from_file(str(Path(path).expanduser()))
+        tok = Tokenizer.from_file(str(p))
     except Exception as exc:  # the library raises plain Exception for unreadable files
         raise VazaoError(f"cannot load tokenizer {path}: {exc}") from None
 

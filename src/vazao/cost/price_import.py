@@ -7,7 +7,6 @@ text (1.25e-06 → 0.00000125) and scaled to USD per million tokens, so no binar
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -16,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from vazao import inputs
 from vazao.catalog.prices import parse_table
 from vazao.errors import VazaoError
 
@@ -33,6 +33,13 @@ def litellm_path() -> Path:
     if not path.is_file():
         raise VazaoError(f"no {LITELLM_FILE} in the installed litellm ({path.parent}); pass its path")
     return path
+
+
+def _whole(v: Any) -> int | None:
+    """A tier's lower bound: a non-negative whole number of tokens (litellm writes 0, 200000.0)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
+        return None
+    return int(v)
 
 
 def _per_mtok(v: Any) -> Decimal | None:
@@ -79,11 +86,12 @@ def convert_entry(key: str, e: Mapping, as_of: str) -> dict | None:
         return None
     provider = str(e.get("litellm_provider") or "unknown")
     anthropic = provider == "anthropic"
-    tiered = [t for t in e.get("tiered_pricing") or ()
-              if isinstance(t, Mapping) and isinstance(t.get("range"), list) and t["range"]]
+    tiered = [t for t in (e.get("tiered_pricing") if isinstance(e.get("tiered_pricing"), list) else ())
+              if isinstance(t, Mapping) and isinstance(t.get("range"), list) and t["range"]
+              and _whole(t["range"][0]) is not None]
     base = _rates(e, "", anthropic)
     for t in tiered:  # a tiered table's first range is the base price
-        if int(t["range"][0]) == 0:
+        if _whole(t["range"][0]) == 0:
             base = _rates(t, "", anthropic) or base
     if base is None:
         return None
@@ -107,7 +115,7 @@ def convert_entry(key: str, e: Mapping, as_of: str) -> dict | None:
             tier["batch_usd_per_mtok"] = tb
         tiers.append(tier)
     for t in tiered:
-        lo = int(t["range"][0])
+        lo = _whole(t["range"][0])
         rates = _rates(t, "", anthropic, base["output"])
         if lo > 0 and rates is not None:
             tiers.append({"above_input_tokens": lo, "usd_per_mtok": rates})
@@ -145,12 +153,7 @@ def convert(data: Any, as_of: str, providers: Iterable[str] = ()) -> tuple[list[
 
 def read_litellm(path: str | Path | None) -> tuple[Any, Path]:
     p = Path(path).expanduser() if path else litellm_path()
-    try:
-        return json.loads(p.read_text(encoding="utf-8")), p
-    except OSError as exc:
-        raise VazaoError(f"cannot read {p}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise VazaoError(f"{p} is not JSON: {exc}") from None
+    return inputs.read_json(inputs.input_stream(p, "litellm price file"), "litellm price file"), p
 
 
 class _Dumper(yaml.SafeDumper):

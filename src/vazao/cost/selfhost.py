@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
+from vazao import limits
 from vazao.catalog.prices import money, share_str, usd_str
 from vazao.errors import VazaoError
 from vazao.estimate import decode_cost, max_load_throughput
@@ -184,7 +185,10 @@ class SelfHostCost:
 def gpu_rate(acc, usd_per_hour: Decimal | str | None) -> tuple[Decimal, str]:
     """$/GPU-hour: the given figure, else the accelerator catalog's rental price (with its as_of)."""
     if usd_per_hour is not None:
-        return money(usd_per_hour, "--usd-per-hour"), "given"
+        rate = money(usd_per_hour, "--usd-per-hour")
+        if rate > limits.MAX_USD_PER_HOUR:
+            raise VazaoError(f"--usd-per-hour must be at most {limits.MAX_USD_PER_HOUR:,.0f}, got {rate}")
+        return rate, "given"
     if acc.usd_per_hour is None:
         raise VazaoError(f"{acc.name} has no rental price in the catalog; pass --usd-per-hour")
     return to_decimal(acc.usd_per_hour), f"catalog: {acc.price_source or acc.source} ({acc.price_as_of or acc.as_of})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from vazao import limits
 from vazao.catalog.hardware import Accelerator
 from vazao.catalog.prices import money, usd_str
 from vazao.errors import VazaoError
@@ -18,6 +19,7 @@ from vazao.errors import VazaoError
 FULL_FLOPS_PER_PARAM_TOKEN = 6
 LORA_FLOPS_PER_PARAM_TOKEN = 4
 CENT = Decimal("0.01")
+MAX_USD = Decimal(10) ** 20  # dollars to the cent fit Decimal's 28 digits; every real run costs far less
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,16 @@ def training_cost(params: float, tokens: float, acc: Accelerator, mfu: float,
         rate_source = f"catalog: {acc.price_source or acc.source} ({acc.price_as_of or acc.as_of})"
     else:
         rate = money(usd_per_hour, "--usd-per-hour")
+        if rate > limits.MAX_USD_PER_HOUR:
+            raise VazaoError(f"--usd-per-hour must be at most {limits.MAX_USD_PER_HOUR:,.0f}, got {rate}")
         rate_source = "given"
     k = LORA_FLOPS_PER_PARAM_TOKEN if lora else FULL_FLOPS_PER_PARAM_TOKEN
     flops = k * params * tokens
     achieved_per_gpu = peak * mfu
     gpu_hours = flops / achieved_per_gpu / 3600.0
+    if not gpu_hours * float(rate) < float(MAX_USD):
+        raise VazaoError(f"{params:g} parameters on {tokens:g} tokens at MFU {mfu:g} costs more than "
+                         f"${float(MAX_USD):g}: check --params, --tokens and --mfu")
     usd = (Decimal(repr(gpu_hours)) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
     return TrainingCost(
         params=float(params), tokens=float(tokens), lora=lora, flops_per_param_token=k, flops=flops,

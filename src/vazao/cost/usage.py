@@ -8,22 +8,31 @@ as in OpenAI batch output files):
   output_tokens_details.reasoning_tokens (same inclusive meaning).
 - Anthropic Messages: input_tokens (new input only), cache_read_input_tokens,
   cache_creation_input_tokens, output_tokens.
-Each request is priced on its own (a long-context tier applies per request), then summed per model
-label. A line that is not such an object is counted and reported; the rest are billed."""
+Each request is priced on its own (a long-context tier applies per request) at the price-catalog entry
+of the model it names (a dated snapshot such as gpt-5-mini-2025-08-07 resolves to gpt-5-mini), then
+summed per model label. A line that names no model, or one the catalog does not price, is billed at
+the fallback price and reported as such. A line that is not such an object is counted and reported;
+the rest are billed. A log in which no line can be read is an error."""
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vazao.catalog.prices import PriceTable
-from vazao.cost.ledger import Bill, Charge, Line, TokenLedger, make_bill, price_request
+from vazao import inputs
+from vazao.catalog.prices import PriceTable, get_price
+from vazao.cost.ledger import Bill, Charge, Line, TokenLedger, price_request
 from vazao.errors import VazaoError
 
 MAX_REPORTED = 20
+MAX_TOKENS_PER_REQUEST = 2**40  # a usage count past this is a corrupt line, not a request
+MAX_MODEL_LABEL = 200
+NO_MODEL = "(no model field)"
+# A dated snapshot of a catalog model: gpt-5-mini-2025-08-07, claude-sonnet-4-5-20250929.
+_SNAPSHOT = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
 class UsageError(ValueError):
@@ -37,7 +46,9 @@ def _count(d: Mapping, key: str, default: int | None = None) -> int:
         return default
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise UsageError(f"{key} is not a non-negative integer: {v!r}")
+        raise UsageError(f"{key} is not a non-negative integer: {repr(v)[:40]}")
+    if v > MAX_TOKENS_PER_REQUEST:
+        raise UsageError(f"{key} is {v:.3g} tokens: past any request")
     return v
 
 
@@ -57,7 +68,9 @@ def _body(obj: Mapping) -> Mapping:
 
 def _model_of(obj: Mapping) -> str:
     model = obj.get("model") or _body(obj).get("model")
-    return str(model) if model else "(no model field)"
+    if not isinstance(model, str) or not model.strip():
+        return NO_MODEL
+    return model.strip()[:MAX_MODEL_LABEL]
 
 
 def _find_usage(obj: Any) -> Mapping:
@@ -97,43 +110,118 @@ def ledger_from_usage(usage: Mapping) -> TokenLedger:
 
 @dataclass(frozen=True)
 class UsageBill:
-    bill: Bill
+    bill: Bill  # bill.price is the fallback table (or the first table used when there is none)
     malformed: int
     malformed_lines: tuple[tuple[int, str], ...]  # (line number, reason), the first MAX_REPORTED
+    prices: tuple[tuple[str, str], ...] = ()  # (model label, price id it was billed at)
+    fallback_requests: int = 0  # lines billed at the fallback price
+    fallback_models: tuple[str, ...] = ()  # their model labels (NO_MODEL for lines that name none)
 
     def to_json(self) -> dict:
         return {**self.bill.to_json(), "malformed": self.malformed,
-                "malformed_lines": [{"line": n, "reason": r} for n, r in self.malformed_lines]}
+                "malformed_lines": [{"line": n, "reason": r} for n, r in self.malformed_lines],
+                "prices": {label: pid for label, pid in self.prices},
+                "fallback": {"price": self.bill.price.id if self.fallback_requests else None,
+                             "requests": self.fallback_requests, "models": list(self.fallback_models)}}
 
 
-def bill_usage(path: str | Path, table: PriceTable, batch: bool = False,
-               cache_ttl: str | None = None) -> UsageBill:
-    p = Path(path).expanduser()
-    groups: dict[str, tuple[int, TokenLedger, Charge, int]] = {}
-    bad: list[tuple[int, str]] = []
-    malformed = 0
-    try:
-        fh = p.open(encoding="utf-8")
-    except OSError as exc:
-        raise VazaoError(f"cannot read usage log {p}: {exc.strerror or exc}") from None
-    with fh:
-        for n, raw in enumerate(fh, start=1):
-            text = raw.strip()
-            if not text:
-                continue
+class _Pricer:
+    """The table for each model label, resolved once per label: the catalog entry (or the user's
+    prices file) of the model, else the fallback."""
+
+    def __init__(self, fallback: PriceTable | None, extra: Mapping[str, PriceTable] | None):
+        self.fallback, self.extra = fallback, extra
+        self.tables: dict[str, PriceTable | None] = {}
+
+    def own(self, label: str) -> PriceTable | None:
+        if label not in self.tables:
+            self.tables[label] = None if label == NO_MODEL else self._resolve(label)
+        return self.tables[label]
+
+    def _resolve(self, label: str) -> PriceTable | None:
+        for name in dict.fromkeys((label, _SNAPSHOT.sub("", label))):
             try:
-                obj = json.loads(text)
-                led = ledger_from_usage(_find_usage(obj))
-            except (ValueError, UsageError) as exc:  # JSONDecodeError is a ValueError
-                malformed += 1
-                if len(bad) < MAX_REPORTED:
-                    reason = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    bad.append((n, reason))
+                return get_price(name, self.extra)
+            except VazaoError:
                 continue
-            label = _model_of(obj)
-            charge, tier = price_request(table, led, batch, cache_ttl)
-            count, tokens, total, top = groups.get(label, (0, TokenLedger(), Charge(), 0))
-            groups[label] = (count + 1, tokens + led, total + charge, max(top, tier))
-    notes = [f"every one of the log's {malformed} lines was malformed"] if malformed and not groups else []
+        return None
+
+
+def _notes(tables: Mapping[str, PriceTable], tokens: Mapping[str, TokenLedger]) -> list[str]:
+    notes = []
+    for pid, t in tables.items():
+        led = tokens[pid]
+        if led.cache_read and t.base.cache_read is None:
+            notes.append(f"{pid} lists no cache-read price: cached tokens billed as input")
+        if led.cache_write and not t.base.cache_write:
+            notes.append(f"{pid} charges no cache-write premium: cache writes billed as input")
+    return notes
+
+
+def bill_usage(path: str | Path, table: PriceTable | None, batch: bool = False, cache_ttl: str | None = None,
+               extra_prices: Mapping[str, PriceTable] | None = None) -> UsageBill:
+    """Bill a usage log, each line at its own model's price; `table` is the fallback for lines
+    whose model is missing or unpriced (None: such lines are an error)."""
+    p = Path(path).expanduser()
+    pricer = _Pricer(table, extra_prices)
+    groups: dict[str, tuple[int, TokenLedger, Charge, int]] = {}
+    used: dict[str, PriceTable] = {}
+    used_tokens: dict[str, TokenLedger] = {}
+    label_price: dict[str, str] = {}
+    fallback_n, fallback_models = 0, {}
+    bad: list[tuple[int, str]] = []
+    malformed = seen = 0
+    for n, raw in inputs.iter_lines(inputs.input_stream(p, "usage log"), "usage log"):
+        text = (raw or "").strip() if raw is not None else None
+        if text == "":
+            continue
+        seen += 1
+        try:
+            if text is None:
+                raise UsageError("not UTF-8 text, or a line longer than 16 MiB")
+            obj = _loads(text, n)
+            led = ledger_from_usage(_find_usage(obj))
+        except UsageError as exc:
+            malformed += 1
+            if len(bad) < MAX_REPORTED:
+                bad.append((n, str(exc)))
+            continue
+        label = _model_of(obj)
+        own = pricer.own(label)
+        priced = own or table
+        if priced is None:
+            raise VazaoError(f"usage log {inputs._show(p)} line {n}: no price for model {label!r}; pass --price "
+                             "for lines whose model the price catalog does not list")
+        if own is None:
+            fallback_n += 1
+            fallback_models[label] = None
+        try:
+            charge, tier = price_request(priced, led, batch, cache_ttl)
+        except VazaoError as exc:
+            raise VazaoError(f"usage log {inputs._show(p)} line {n} (model {label!r}, price {priced.id}): "
+                             f"{exc}") from None
+        used[priced.id] = priced
+        used_tokens[priced.id] = used_tokens.get(priced.id, TokenLedger()) + led
+        label_price.setdefault(label, priced.id)
+        count, tokens, total, top = groups.get(label, (0, TokenLedger(), Charge(), 0))
+        groups[label] = (count + 1, tokens + led, total + charge, max(top, tier))
+    if not seen:
+        raise VazaoError(f"usage log {inputs._show(p)} is empty: no line to bill")
+    if not groups:
+        detail = f"; line {bad[0][0]}: {bad[0][1]}" if bad else ""
+        raise VazaoError(f"usage log {inputs._show(p)}: no line holds a usage object ({seen:,} non-empty "
+                         f"line{'s' if seen != 1 else ''}{detail})")
     lines = [Line(label, c, t, ch, tier) for label, (c, t, ch, tier) in sorted(groups.items())]
-    return UsageBill(make_bill(table, lines, batch, cache_ttl, notes), malformed, tuple(bad))
+    head = table or next(iter(used.values()))
+    notes = _notes(used, used_tokens)
+    bill = Bill(head, tuple(lines), batch, cache_ttl, tuple(notes))
+    return UsageBill(bill, malformed, tuple(bad), tuple(sorted(label_price.items())), fallback_n,
+                     tuple(fallback_models))
+
+
+def _loads(text: str, n: int) -> Any:
+    try:
+        return inputs.loads_json(text, f"line {n}")
+    except VazaoError as exc:
+        msg = str(exc)
+        raise UsageError("invalid JSON" if "not valid JSON" in msg else msg.removeprefix(f"line {n} ")) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 from vazao.catalog.arch import ModelArch
@@ -9,6 +10,24 @@ from vazao.catalog.formats import Format, KVFormat, Support, get_format, get_kv_
 from vazao.catalog.hardware import Accelerator, get_accelerator
 from vazao.errors import VazaoError
 from vazao.physics.profiles import EngineProfile, get_engine
+
+MAX_ACCELERATORS = 100_000  # the largest clusters hold ~10^5 GPUs; a count past that is a typo
+
+
+def check_tp(model: ModelArch, tp: int) -> None:
+    """vLLM's rule for sharding attention (ColumnParallelLinear / QKVParallelLinear): the query heads
+    split evenly across the tp ranks, and the KV heads either split evenly too or, when there are
+    fewer KV heads than ranks, are replicated: tp a multiple of the KV heads. An MLA latent is
+    replicated on every rank, so only the query heads need to divide."""
+    if tp == 1:
+        return
+    heads, kv = model.num_heads, model.num_kv_heads
+    if heads % tp:
+        raise VazaoError(f"tp={tp} does not divide the {heads} attention heads of {model.name}: "
+                         "each tensor-parallel rank needs the same number of heads")
+    if not model.is_mla and kv % tp and tp % kv:
+        raise VazaoError(f"tp={tp} does not fit the {kv} KV heads of {model.name} ({heads} attention heads): "
+                         "KV heads must divide evenly across the ranks, or tp be a multiple of them")
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,13 +46,18 @@ class Deployment:
 
     def __post_init__(self) -> None:
         for name in ("count", "tp", "pp"):
-            if getattr(self, name) < 1:
-                raise VazaoError(f"{name} must be a positive integer, got {getattr(self, name)}")
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise VazaoError(f"{name} must be a positive integer, got {v!r}")
+            if v > MAX_ACCELERATORS:
+                shown = f"{v:,}" if v < 10**30 else f"a {len(str(v))}-digit number"
+                raise VazaoError(f"{name} must be at most {MAX_ACCELERATORS:,} accelerators, got {shown}")
         if self.count % (self.tp * self.pp):
             raise VazaoError(
                 f"--count {self.count} is not a multiple of tp × pp = {self.tp * self.pp}")
         if self.pp > self.model.num_layers:
             raise VazaoError(f"pp={self.pp} exceeds the model's {self.model.num_layers} layers")
+        check_tp(self.model, self.tp)
 
     @property
     def replicas(self) -> int:
@@ -109,6 +133,8 @@ def make_deployment(
         eng = eng.idealized() if not eng.is_ideal else eng
     if count < 1 or pp < 1 or (tp is not None and tp < 1):
         raise VazaoError("GPU count, tp and pp must be positive integers")
+    if max(count, pp, tp or 1) > MAX_ACCELERATORS:
+        raise VazaoError(f"GPU count, tp and pp must be at most {MAX_ACCELERATORS:,}")
     if tp is None:
         tp = max(1, count // pp)
     if not eng.is_ideal and acc.vendor not in eng.vendors:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vazao.catalog.arch import ModelArch
+from vazao.catalog.arch import MAX_CONTEXT, ModelArch
 from vazao.catalog.formats import Format
 from vazao.errors import VazaoError
 
@@ -100,6 +100,8 @@ def fit(dep, context: int) -> Fit:
     """Fit a deployment for sequences of `context` tokens (prompt + output)."""
     if context <= 0:
         raise VazaoError(f"context must be a positive number of tokens, got {context}")
+    if context > MAX_CONTEXT:
+        raise VazaoError(f"context must be at most {MAX_CONTEXT:,} tokens, got {context:.3g}")
     model, eng = dep.model, dep.engine
     wbytes = dep.weights_bytes
     per_gpu_w = wbytes / dep.gpus_per_replica

@@ -11,21 +11,25 @@ or finishes.
 from __future__ import annotations
 
 import heapq
+from array import array
 
 from vazao.sim.sequence import Seq
+from vazao.sim.stats import add_window
 
 
 class DecodeCohort:
-    __slots__ = ("A", "n", "sum_base", "bs", "cnt", "heap", "counted")
+    __slots__ = ("A", "n", "sum_base", "bs", "cnt", "heap", "track", "gaps")
 
-    def __init__(self, block_size: int):
+    def __init__(self, block_size: int, track: int = 0, gaps: array | None = None):
         self.A = 0
         self.n = 0
         self.sum_base = 0
         self.bs = block_size
         self.cnt = [0] * block_size  # members per residue of base mod block size
         self.heap: list[tuple[int, int, Seq]] = []
-        self.counted = 0  # members that count in the summaries (for pooled ITL)
+        # the engine's step gaps (one per decode step); a member's gaps are the steps it was here for
+        self.track = track
+        self.gaps = gaps if gaps is not None else array("d")
 
     def context_sum(self) -> int:
         """KV tokens the members hold (what the next step reads)."""
@@ -38,18 +42,18 @@ class DecodeCohort:
         seq.base = kv_len - self.A
         seq.fin = self.A + remaining
         seq.in_cohort = True
+        seq.seg_start = len(self.gaps)
         self.n += 1
         self.sum_base += seq.base
         self.cnt[seq.base % self.bs] += 1
-        self.counted += seq.counted
         heapq.heappush(self.heap, (seq.fin, seq.order, seq))
 
     def leave(self, seq: Seq) -> None:
         seq.in_cohort = False
+        add_window(seq, self.track, seq.seg_start, len(self.gaps))
         self.n -= 1
         self.sum_base -= seq.base
         self.cnt[seq.base % self.bs] -= 1
-        self.counted -= seq.counted
 
     def blocks_needed(self, a: int) -> int:
         """New blocks the members need to grow by `a` tokens each."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from vazao import limits
 from vazao.catalog.arch import ModelArch
 from vazao.errors import VazaoError
+from vazao.inputs import number, split_list
 from vazao.physics.profiles import EngineProfile, get_engine
 
 DEFAULT_DRAFT_RATIO = 0.05  # a draft pass costs 5% of a target decode step unless a draft model is given
@@ -25,12 +27,11 @@ class SpecConfig:
     draft_ratio: float | None = None
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise VazaoError(f"speculative k (draft tokens) must be a positive integer, got {self.k}")
-        if not 0 <= self.alpha <= 1:
+        number(self.k, "speculative k (draft tokens)", minimum=1, maximum=limits.MAX_SPEC_K, integer=True)
+        if not (isinstance(self.alpha, (int, float)) and 0 <= self.alpha <= 1):
             raise VazaoError(f"speculative alpha (acceptance rate) must be in [0, 1], got {self.alpha}")
-        if self.draft_ratio is not None and self.draft_ratio < 0:
-            raise VazaoError(f"draft cost ratio must not be negative, got {self.draft_ratio}")
+        if self.draft_ratio is not None:
+            number(self.draft_ratio, "draft cost ratio", minimum=0, maximum=100)
 
     def label(self) -> str:
         draft = self.draft_model.name if self.draft_model else f"ratio {self.ratio:g}"
@@ -54,14 +55,21 @@ class DisaggConfig:
     def __post_init__(self) -> None:
         if self.prefill < 1 or self.decode < 1:
             raise VazaoError(f"disaggregated pools need at least one replica each, got {self.prefill}:{self.decode}")
+        if self.link_bytes_per_s is not None:
+            number(self.link_bytes_per_s, "KV link bandwidth (bytes/s)", minimum=0, exclusive_min=True, maximum=1e18)
 
     @classmethod
     def parse(cls, text: str, link_bytes_per_s: float | None = None) -> DisaggConfig:
-        try:
-            p, d = (int(x) for x in text.split(":"))
-        except ValueError:
-            raise VazaoError(f"--disagg takes PREFILL:DECODE replica counts, e.g. 1:1, got {text!r}") from None
+        parts = str(text).split(":")
+        if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
+            raise VazaoError(f"--disagg takes PREFILL:DECODE replica counts, e.g. 1:1, got {str(text)[:60]!r}")
+        p, d = (int(number(x, "--disagg replicas", minimum=1, maximum=limits.MAX_SIM_REPLICAS, integer=True))
+                for x in parts)
         return cls(p, d, link_bytes_per_s)
+
+
+_BOUNDS = {"block_size": limits.MAX_BLOCK, "max_num_seqs": limits.MAX_SEQS,
+           "max_num_batched_tokens": limits.MAX_BATCHED_TOKENS, "max_waiting": limits.MAX_QUEUE}
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,12 @@ class SimConfig:
             raise VazaoError(f"scheduler must be static or continuous, got {self.scheduler!r}")
         if self.kv_layout not in ("paged", "reserved"):
             raise VazaoError(f"KV layout must be paged or reserved, got {self.kv_layout!r}")
-        for name in ("block_size", "max_num_seqs", "max_num_batched_tokens", "max_waiting"):
-            if getattr(self, name) < 1:
-                raise VazaoError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        if self.max_context is not None and self.max_context < 2:
-            raise VazaoError(f"max context must be at least 2 tokens, got {self.max_context}")
+        for name, top in _BOUNDS.items():
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= top:
+                raise VazaoError(f"{name} must be an integer from 1 to {top:,}, got {v}")
+        if self.max_context is not None:
+            number(self.max_context, "max context", minimum=2, maximum=limits.MAX_CONTEXT, integer=True)
 
     @classmethod
     def from_engine(cls, eng: EngineProfile, **overrides) -> SimConfig:
@@ -119,25 +128,24 @@ def _flag(value: str, axis: str) -> bool:
     raise VazaoError(f"--compare {axis}= takes on|off, got {value!r}")
 
 
+_AXIS_MAX = {"max_seqs": limits.MAX_SEQS, "budget": limits.MAX_BATCHED_TOKENS, "block": limits.MAX_BLOCK,
+             "max_context": limits.MAX_CONTEXT}
+
+
 def _int(value: str, axis: str) -> int:
-    try:
-        v = int(value)
-    except ValueError:
-        raise VazaoError(f"--compare {axis}= takes positive integers, got {value!r}") from None
-    if v < 1:
-        raise VazaoError(f"--compare {axis}= takes positive integers, got {value!r}")
-    return v
+    return int(number(value, f"--compare {axis}=", minimum=2 if axis == "max_context" else 1,
+                      maximum=_AXIS_MAX[axis], integer=True))
 
 
 def _spec(value: str, current: SpecConfig | None) -> SpecConfig | None:
     """off | K@ALPHA (e.g. 4@0.8), keeping the current draft."""
     if value.strip().lower() == "off":
         return None
-    try:
-        k, a = value.split("@")
-        k_i, a_f = int(k), float(a)
-    except ValueError:
-        raise VazaoError(f"--compare spec= takes off or K@ALPHA (e.g. 4@0.8), got {value!r}") from None
+    parts = value.split("@")
+    if len(parts) != 2:
+        raise VazaoError(f"--compare spec= takes off or K@ALPHA (e.g. 4@0.8), got {value[:60]!r}")
+    k_i = int(number(parts[0], "--compare spec= K", minimum=1, maximum=limits.MAX_SPEC_K, integer=True))
+    a_f = float(number(parts[1], "--compare spec= ALPHA", minimum=0, maximum=1))
     draft = current.draft_model if current else None
     ratio = current.draft_ratio if current else None
     return SpecConfig(k_i, a_f, draft, ratio)
@@ -201,15 +209,19 @@ def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
 def parse_compare(texts: list[str]) -> list[tuple[str, list[str]]]:
     """['batching=static,continuous', 'kv=reserved,paged'] → [(axis, values), …]."""
     out = []
+    variants = 1
     for text in texts:
         if "=" not in text:
-            raise VazaoError(f"--compare takes AXIS=V1,V2 (e.g. batching=static,continuous), got {text!r}")
+            raise VazaoError(f"--compare takes AXIS=V1,V2 (e.g. batching=static,continuous), got {text[:60]!r}")
         axis, _, vals = text.partition("=")
         axis = axis.strip().replace("-", "_")
-        values = [v.strip() for v in vals.split(",") if v.strip()]
         if axis not in AXES:
-            raise VazaoError(f"unknown --compare axis {axis!r} (axes: {', '.join(AXES)})")
-        if not values:
+            raise VazaoError(f"unknown --compare axis {axis[:60]!r} (axes: {', '.join(AXES)})")
+        if not vals.strip():
             raise VazaoError(f"--compare {axis}= needs at least one value")
+        values = split_list(vals, f"--compare {axis}=", max_items=limits.MAX_VARIANTS)
+        variants *= len(values)
+        if variants > limits.MAX_VARIANTS:
+            raise VazaoError(f"--compare asks for {variants:,} or more runs; at most {limits.MAX_VARIANTS}")
         out.append((axis, values))
     return out

@@ -35,7 +35,8 @@ class Engine:
         self.waiting: deque[Seq] = deque()
         self.running: dict[Seq, None] = {}  # admission order; preemption takes the last
         self.prefilling: deque[Seq] = deque()  # running requests whose prompt is not all computed
-        self.cohort = DecodeCohort(self.bs)
+        self.track = stats.new_track()
+        self.cohort = DecodeCohort(self.bs, self.track, stats.tracks[self.track])
         self.spec = SpecModel(cfg.spec, dep) if (cfg.spec and role != "prefill") else None
         self.scheduler = Scheduler(self)
         self.busy = False
@@ -46,7 +47,6 @@ class Engine:
         self.chunks: list[tuple[Seq, int]] = []
         self.step_a = 1
         self.step_decoding = 0
-        self.step_counted = 0
         self.joined_ready: list[Seq] = []
 
     # ---- capacity --------------------------------------------------------------------------------
@@ -140,13 +140,11 @@ class Engine:
         if len(self.running) > stats.peak_running:
             stats.peak_running = len(self.running)
         if self.step_decoding:
-            if self.step_counted:
-                stats.gap_s.append(dur)
-                stats.gap_n.append(self.step_counted)
+            cohort.gaps.append(dur)  # every member's gap this step
             if self.joined_ready:
                 for seq in self.joined_ready:  # first decode after a KV transfer: the gap spans the wait
-                    if seq.counted:
-                        stats.add_gap(now - seq.last_s)
+                    seq.seg_start += 1
+                    stats.own_gap(seq, now - seq.last_s)
                 self.joined_ready.clear()
             cohort.A += self.step_a
             if cohort.heap and cohort.heap[0][0] <= cohort.A:
@@ -171,8 +169,8 @@ class Engine:
             seq.emitted += 1
             if seq.emitted == 1:
                 seq.first_s = now
-            elif seq.counted:
-                stats.add_gap(now - seq.last_s)
+            else:  # the first token after a recompute
+                stats.own_gap(seq, now - seq.last_s)
             seq.last_s = now
             if seq.emitted >= seq.output:
                 self._finish(seq, now, seq.nblocks)

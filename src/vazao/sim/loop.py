@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
+from vazao.limits import MAX_SIM_REQUESTS
 from vazao.sim.disagg import KVLink
 from vazao.sim.engine import Engine
 from vazao.sim.sequence import Seq
@@ -53,6 +54,10 @@ class Runner:
     # ---- the plan ------------------------------------------------------------------------------
     def _next_root(self) -> tuple[tuple, int] | None:
         """The next session's first request; its later turns are parked until their turn comes."""
+        if self._index >= MAX_SIM_REQUESTS:  # a closed loop with only a duration: a bound on memory
+            self.stopped = self.stopped or (f"arrivals stopped after {MAX_SIM_REQUESTS:,} requests, the most "
+                                            "the simulator runs")
+            return None
         row = self._peek if self._peek is not None else next(self._stream, None)
         self._peek = None
         if row is None:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from vazao import limits
 from vazao.errors import VazaoError
 from vazao.physics.memory import fit
 from vazao.results import SLO, RequestRecord, RunSummary
@@ -98,8 +99,32 @@ def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, 
                 f"fits; lower --max-context or use the paged layout")
 
 
+def check_size(dep, workload: Workload) -> None:
+    """Refuse, before any work, a run whose memory or time no machine has: the simulator holds every
+    request it has served, every sequence in flight and one KV pool per replica (vazao.limits)."""
+    name = f"workload {workload.name}"
+    if workload.requests is not None and workload.requests > limits.MAX_SIM_REQUESTS:
+        raise VazaoError(f"{name}: {workload.requests:,} requests; the simulator runs at most "
+                         f"{limits.MAX_SIM_REQUESTS:,}")
+    a = workload.arrival
+    if a.concurrency is not None and a.concurrency > limits.MAX_CONCURRENCY:
+        raise VazaoError(f"{name}: concurrency {a.concurrency:,}; the simulator runs at most "
+                         f"{limits.MAX_CONCURRENCY:,} requests in flight")
+    if a.rate is not None and a.rate > limits.MAX_RATE:
+        raise VazaoError(f"{name}: rate {a.rate:g}/s; the simulator takes at most {limits.MAX_RATE:,}/s")
+    if (workload.requests is None and a.rate is not None and workload.duration_s is not None
+            and a.rate * workload.duration_s > limits.MAX_SIM_REQUESTS):
+        raise VazaoError(f"{name}: {a.rate:g}/s for {workload.duration_s:g} s is about "
+                         f"{a.rate * workload.duration_s:,.0f} requests; the simulator runs at most "
+                         f"{limits.MAX_SIM_REQUESTS:,}")
+    if dep.replicas > limits.MAX_SIM_REPLICAS:
+        raise VazaoError(f"{dep.label()}: {dep.replicas:,} replicas; the simulator runs at most "
+                         f"{limits.MAX_SIM_REPLICAS:,} engines")
+
+
 def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None) -> SimResult:
     """Serve `workload` on `dep` (each replica its own engine) and summarise it."""
+    check_size(dep, workload)
     cfg = config or SimConfig.from_engine(dep.engine)
     max_context = cfg.max_context or dep.model.max_context
     blocks, tokens = kv_blocks(dep, cfg, max_context)

@@ -71,10 +71,8 @@ class Scheduler:
             budget -= cohort.n * (spec.k + 1 if spec else 1)
         e.step_a = a
         e.step_decoding = cohort.n
-        e.step_counted = cohort.counted
         if e.joined_ready:  # their first gap is recorded apart (it spans the KV transfer)
             e.joined_ready = [s for s in e.joined_ready if s.in_cohort]
-            e.step_counted -= sum(1 for s in e.joined_ready if s.counted)
         scheduled = cohort.n > 0
 
         # 2. prompts in progress

@@ -22,7 +22,7 @@ class Seq:
     __slots__ = (
         "rid", "index", "arrival_s", "prompt", "output", "emitted", "computed", "target", "first_s",
         "last_s", "blocks", "nblocks", "cached", "base", "fin", "order", "preemptions", "kv_ready",
-        "counted", "prefix_id", "prefix_tokens", "stream", "key_cap", "in_cohort",
+        "counted", "prefix_id", "prefix_tokens", "stream", "key_cap", "in_cohort", "seg_start", "windows",
     )
 
     def __init__(self, rid: str, index: int, arrival_s: float, prompt: int, output: int,
@@ -54,6 +54,8 @@ class Seq:
         # other requests only ever share their prefix.
         self.key_cap = ALL if conversation_id is not None else (prefix_tokens if prefix_id is not None else 0)
         self.in_cohort = False
+        self.seg_start = 0  # decode cohort: the engine's step-gap index when it joined
+        self.windows: list[int] | None = None  # its gaps: flat (track, start, stop) windows (stats.py)
 
     def block_key(self, j: int, block_size: int) -> Hashable:
         """Content key of full block j: equal keys ⇔ equal tokens (and equal tokens before them)."""

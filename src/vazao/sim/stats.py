@@ -1,6 +1,8 @@
 """What a simulation measures while it runs, in memory that does not grow with tokens: per request a
-few numbers, per step one pooled inter-token gap with its multiplicity, and a KV timeline thinned
-to a fixed number of points."""
+few numbers and the windows of engine steps it decoded in, per engine one gap per decode step (every
+sequence in the step shares it), and a KV timeline thinned to a fixed number of points. The run's
+summary is results.summarize() over its records, the same function `vazao summarize` runs on them
+read back from JSONL."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vazao.results import SLO, Latency, RequestRecord, RunSummary, summarize
+from vazao.results import SLO, GapWindows, RequestRecord, RunSummary, summarize
 
 _RECORD_FIELDS = tuple(RequestRecord.__dataclass_fields__)
 
@@ -45,8 +47,9 @@ class Stats:
         self.busy_s = 0.0
         self.seq_s = 0.0  # Σ step time × sequences in the step
         self.peak_running = 0
-        self.gap_s = array("d")
-        self.gap_n = array("q")
+        # Gap tracks: track 0 holds gaps that belong to one request alone (the first decode after a
+        # KV transfer or a recompute); each engine owns one more, one entry per decode step.
+        self.tracks: list[array] = [array("d")]
         # per request, in completion order
         self.r_id: list[str] = []
         self.r_arrival = array("d")
@@ -58,6 +61,11 @@ class Stats:
         self.r_preempt = array("q")
         self.r_counted = bytearray()
         self.r_error: dict[int, str] = {}
+        # a request's gap windows: one (track, start, stop) in columns, more (rare) in r_windows
+        self.r_track = array("q")
+        self.r_start = array("q")
+        self.r_stop = array("q")
+        self.r_windows: dict[int, tuple[int, ...]] = {}
         # timeline
         self.points = max(8, timeline_points)
         self.timeline: list[TimelinePoint] = []
@@ -71,13 +79,15 @@ class Stats:
         if running > self.peak_running:
             self.peak_running = running
 
-    def add_gaps(self, gap: float, count: int) -> None:
-        self.gap_s.append(gap)
-        self.gap_n.append(count)
+    def new_track(self) -> int:
+        self.tracks.append(array("d"))
+        return len(self.tracks) - 1
 
-    def add_gap(self, gap: float) -> None:
-        self.gap_s.append(gap)
-        self.gap_n.append(1)
+    def own_gap(self, seq, gap: float) -> None:
+        """A gap only `seq` saw (its first token after a KV transfer or a recompute)."""
+        own = self.tracks[0]
+        own.append(gap)
+        add_window(seq, 0, len(own) - 1, len(own))
 
     def record(self, seq, end_s: float | None, error: str | None = None) -> None:
         i = len(self.r_id)
@@ -92,6 +102,21 @@ class Stats:
         self.r_counted.append(1 if seq.counted else 0)
         if error is not None:
             self.r_error[i] = error
+        w = seq.windows
+        if w is None:
+            self.r_track.append(-1)
+            self.r_start.append(0)
+            self.r_stop.append(0)
+        elif len(w) == 3:
+            self.r_track.append(w[0])
+            self.r_start.append(w[1])
+            self.r_stop.append(w[2])
+        else:
+            self.r_track.append(-2)
+            self.r_start.append(0)
+            self.r_stop.append(0)
+            self.r_windows[i] = tuple(w)
+        seq.windows = None
 
     def sample(self, t: float, engines) -> None:
         used = blocks = tokens = running = waiting = 0
@@ -112,59 +137,41 @@ class Stats:
 
     # ---- after the run ---------------------------------------------------------------------------
     def records(self, counted_only: bool = True) -> list[RequestRecord]:
+        """Every request's record, in completion order, its gaps as windows onto the run's tracks. Built
+        on each call and not kept: a sweep of many runs holds their columns, not their records."""
+        n = len(self.r_id)
+        tracks = [np.array(t, dtype=float) for t in self.tracks]
+        windows, errors = self.r_windows, self.r_error
         out = []
         nan = math.isnan
-        for i, rid in enumerate(self.r_id):
-            if counted_only and not self.r_counted[i]:
+        rows = zip(range(n), self.r_id, self.r_arrival, self.r_first, self.r_end, self.r_prompt, self.r_output,
+                   self.r_cached, self.r_preempt, self.r_counted, self.r_track, self.r_start, self.r_stop,
+                   strict=True)
+        for i, rid, arrival, first, end, prompt, output, cached, preempt, counted, t, a, b in rows:
+            if counted_only and not counted:
                 continue
-            first, end = self.r_first[i], self.r_end[i]
-            extra = {"preemptions": self.r_preempt[i]} if self.r_preempt[i] else {}
-            out.append(_record(rid, "simulated", self.r_arrival[i], self.r_prompt[i], self.r_output[i],
-                                     None if nan(first) else first, None if nan(end) else end, (),
-                                     self.r_cached[i], self.r_error.get(i), None, extra))
+            gaps = (() if t == -1 else GapWindows(tracks, windows[i] if t == -2 else (t, a, b)))
+            out.append(_record(rid, "simulated", arrival, prompt, output, None if nan(first) else first,
+                               None if nan(end) else end, gaps, cached, errors.get(i), None,
+                               {"preemptions": preempt} if preempt else {}))
         return out
 
     def summary(self, slo: SLO | None) -> RunSummary:
-        """summarize(self.records(), slo, pooled gaps) computed on the columns, without building
-        100,000 records (tests hold the two equal)."""
-        counted = np.frombuffer(bytes(self.r_counted), dtype=np.uint8).astype(bool)
-        if not counted.any():
-            return summarize([], slo)
-        arrival = np.frombuffer(self.r_arrival, dtype=float)[counted]
-        first = np.frombuffer(self.r_first, dtype=float)[counted]
-        end = np.frombuffer(self.r_end, dtype=float)[counted]
-        prompt = np.frombuffer(self.r_prompt, dtype=np.int64)[counted]
-        output = np.frombuffer(self.r_output, dtype=np.int64)[counted]
-        err = np.zeros(len(self.r_id), dtype=bool)
-        err[list(self.r_error)] = True
-        ok = ~err[counted] & ~np.isnan(first) & ~np.isnan(end)
-        ended = end[~np.isnan(end)]
-        duration = float((ended.max() if ended.size else arrival.min()) - arrival.min())
-        a, f, e, p, o = arrival[ok], first[ok], end[ok], prompt[ok], output[ok]
-        ttft, e2e = f - a, e - a
-        multi = o >= 2
-        tpot = (e[multi] - f[multi]) / (o[multi] - 1)
-        gaps = np.frombuffer(self.gap_s, dtype=float)
-        weights = np.frombuffer(self.gap_n, dtype=np.int64)
-        rate = (lambda x: x / duration) if duration > 0 else (lambda x: 0.0)
-        goodput = None
-        if slo is not None:
-            good = np.ones(int(ok.sum()), dtype=bool)
-            tpot_all = np.full(good.size, np.nan)
-            tpot_all[multi] = tpot
-            values = {"ttft": ttft, "e2e": e2e, "tpot": tpot_all, "itl": tpot_all}
-            for key, limit in slo.limits.items():
-                v = values[key.split("_", 1)[0]]
-                good &= ~(v > limit)  # NaN (no value) passes, as in SLO.request_ok
-            goodput = rate(int(good.sum()))
-        out_tok, in_tok = int(o.sum()), int(p.sum())
-        return RunSummary(
-            requests=int(counted.sum()), errors=int((~ok).sum()), duration_s=duration,
-            ttft_s=Latency.of(ttft), itl_s=Latency.of(gaps, weights), tpot_s=Latency.of(tpot),
-            e2e_s=Latency.of(e2e), request_throughput_per_s=rate(int(ok.sum())),
-            output_tokens_per_s=rate(out_tok), total_tokens_per_s=rate(out_tok + in_tok),
-            goodput_requests_per_s=goodput, source="simulated", prompt_tokens=in_tok, output_tokens=out_tok,
-        )
+        """results.summarize() over the run's counted records (warm-up left out)."""
+        return summarize(self.records(), slo)
+
+
+def add_window(seq, track: int, start: int, stop: int) -> None:
+    """Append a window of gaps to a request's list (merged with the last one when contiguous)."""
+    if stop <= start:
+        return
+    w = seq.windows
+    if w is None:
+        seq.windows = [track, start, stop]
+    elif w[-3] == track and w[-1] == start:
+        w[-1] = stop
+    else:
+        w.extend((track, start, stop))
 
 
 def thin(points, n: int) -> list:
