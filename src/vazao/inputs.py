@@ -413,3 +413,13 @@ def input_stream(path: Path | str, what: str = "log") -> Path:
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return input_file(p, what, allow_special=True)
     return input_file(p, what)
+
+
+def loads_json_line(text: str, n: int) -> Any:
+    """One line of a JSONL log through loads_json; a bad line raises ValueError with the short
+    reason ('invalid JSON', 'nests deeper than 64 levels'), for the caller to count or report."""
+    try:
+        return loads_json(text, f"line {n}")
+    except VazaoError as exc:
+        msg = str(exc)
+        raise ValueError("invalid JSON" if "not valid JSON" in msg else msg.removeprefix(f"line {n} ")) from None

@@ -148,11 +148,7 @@ def read_requests(path: str | Path) -> tuple[list[Request], int, list[tuple[int,
 
 
 def _loads(text: str, n: int) -> Any:
-    try:
-        return inputs.loads_json(text, f"line {n}")
-    except VazaoError as exc:
-        msg = str(exc)
-        raise ValueError("invalid JSON" if "not valid JSON" in msg else msg.removeprefix(f"line {n} ")) from None
+    return inputs.loads_json_line(text, n)
 
 
 # ---- units ------------------------------------------------------------------------------------

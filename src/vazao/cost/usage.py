@@ -221,7 +221,6 @@ def bill_usage(path: str | Path, table: PriceTable | None, batch: bool = False, 
 
 def _loads(text: str, n: int) -> Any:
     try:
-        return inputs.loads_json(text, f"line {n}")
-    except VazaoError as exc:
-        msg = str(exc)
-        raise UsageError("invalid JSON" if "not valid JSON" in msg else msg.removeprefix(f"line {n} ")) from None
+        return inputs.loads_json_line(text, n)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
