@@ -193,3 +193,13 @@ def test_a_genuine_bug_keeps_its_traceback(monkeypatch):
     monkeypatch.setattr(cmds, "fit", bug)
     res = runner.invoke(app, FIT)
     assert res.exit_code == 1 and isinstance(res.exception, TypeError)
+
+
+def test_budget_simulation_concurrency_is_bounded_before_work():
+    from typer.testing import CliRunner
+
+    from vazao.cli import app
+
+    r = CliRunner().invoke(app, ["budget", "check", "examples/budget.yaml", "--simulate", "--model", "llama-3.1-8b",
+                                 "--gpu", "h100-sxm", "--concurrency", "1000000"])
+    assert r.exit_code == 2 and "at most 10,000" in r.output and "Traceback" not in r.output

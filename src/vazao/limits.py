@@ -19,6 +19,9 @@ MAX_CONTEXT = 2**27  # tokens per sequence (134M; the longest context windows ar
 # -- the simulator (memory ~ 1 KB per simulated request, ~ KV blocks per replica) ------------------
 MAX_SIM_REQUESTS = 10**7  # ~10 minutes and a few GB of records; a 100,000-request run takes seconds
 MAX_CONCURRENCY = 10**6  # requests in flight (closed loop): each is a live sequence in memory
+# `budget check --simulate` warms up with `concurrency` requests and then measures 100: above 10^4 in
+# flight no single deployment admits them, and 10^6 would take half a minute to say so
+MAX_BUDGET_CONCURRENCY = 10**4
 MAX_RATE = 10**6  # Poisson requests/s; any rate above capacity only grows a queue
 MAX_SIM_REPLICAS = 4096  # engines simulated at once, each with its own KV block pool
 MAX_SEQS = 10**6  # sequences per engine step (max_num_seqs)

@@ -144,8 +144,13 @@ def _run(cfg: BenchConfig, result: BenchResult) -> int | None:
                     loop.remove_signal_handler(sig)
                     signal.signal(sig, late)
 
-    def late(signum, frame):  # the loop is done: a further signal ends the process at once
-        raise SystemExit(128 + (got[0] if got else signum))
+    def late(signum, frame):
+        # The loop is done and the summary is being written. After an interrupt, one more signal
+        # (the second Ctrl-C of a double press, which can land here on a loaded machine) is let
+        # pass so the result file and stdout are whole; a further one ends the process at once.
+        got.append(signum)
+        if len(got) > 2 or len(got) == 1:
+            raise SystemExit(128 + got[0])
 
     main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
     if main_thread:

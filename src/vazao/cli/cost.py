@@ -524,8 +524,7 @@ def budget_check_cmd(
     if simulate:
         if not model or not gpu:
             raise VazaoError("--simulate needs --model and --gpu")
-        if concurrency < 1:
-            raise VazaoError("--concurrency must be a positive integer")
+        number(concurrency, "--concurrency", minimum=1, maximum=limits.MAX_BUDGET_CONCURRENCY, integer=True)
         from vazao.scenario import deployment_for
 
         dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
