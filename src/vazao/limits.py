@@ -12,7 +12,7 @@ MAX_COUNT = 10**12  # any count without a tighter bound (identical requests, per
 MAX_TOKENS = 10**12  # tokens in one bill line: a trillion tokens is a whole pre-training corpus
 
 # -- deployments ----------------------------------------------------------------------------------
-MAX_GPUS = 2**20  # accelerators in one deployment: the largest clusters have ~10^5
+MAX_GPUS = 100_000  # accelerators in one deployment: the largest clusters have ~10^5
 MAX_PARALLEL = 4096  # tensor- or pipeline-parallel degree
 MAX_CONTEXT = 2**27  # tokens per sequence (134M; the longest context windows are ~10M)
 

@@ -748,7 +748,7 @@ def load_workload(spec: str, *, requests: int | None = None, rate: float | None 
             raise NotFoundError("workload", spec, builtin_workloads())
         text = resources.files("vazao.examples").joinpath(f"{spec}.yaml").read_text(encoding="utf-8")
         where, name, base = f"workload {spec}", spec, None
-    data = inputs.loads_yaml(text, where, loader=inputs.GuardedLoader)
+    data = inputs.loads_yaml(text, where)
     w = workload_from_dict(data or {}, name=name, base=base, where=where)
     return w.with_overrides(requests=requests, rate=rate, concurrency=concurrency, seed=seed,
                             duration_s=duration_s)

@@ -151,24 +151,16 @@ def simulate_cmd(
         if json_out:
             emit_json({**head, "summary": variants[0].result.summary, "variants": variants})
         else:
-            for line in header_lines(head):
-                console.print(line, highlight=False)
-            console.print(variants_table(head, variants, slo_obj is not None))
-            for v in variants:
-                for line in v.result.warnings:
-                    console.print(f"[yellow]{v.name}: {line}[/]", highlight=False)
+            _print_many(head, variants_table(head, variants, slo_obj is not None),
+                        [(v.name, v.result) for v in variants])
         results = [v.result for v in variants]
     elif sweeping:
         points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj)
         if json_out:
             emit_json({**head, "summary": points[-1].result.summary, "points": points})
         else:
-            for line in header_lines(head):
-                console.print(line, highlight=False)
-            console.print(points_table(head, points, slo_obj is not None))
-            for p in points:
-                for line in p.result.warnings:
-                    console.print(f"[yellow]{p.kind} {p.value:g}: {line}[/]", highlight=False)
+            _print_many(head, points_table(head, points, slo_obj is not None),
+                        [(f"{p.kind} {p.value:g}", p.result) for p in points])
         results = [p.result for p in points]
     else:
         result = simulate(dep, w, cfg, slo_obj)
@@ -185,3 +177,13 @@ def simulate_cmd(
         results = [result]
     if records is not None:
         _write_records(records, results)
+
+
+def _print_many(head: dict, table, named_results: list) -> None:
+    """A comparison or a sweep: the header, its table, then each run's warnings under its name."""
+    for line in header_lines(head):
+        console.print(line, highlight=False)
+    console.print(table)
+    for name, result in named_results:
+        for line in result.warnings:
+            console.print(f"[yellow]{name}: {line}[/]", highlight=False)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 
+from vazao import limits
 from vazao.catalog.arch import ModelArch
 from vazao.catalog.formats import Format, KVFormat, Support, get_format, get_kv_format, support
 from vazao.catalog.hardware import Accelerator, get_accelerator
 from vazao.errors import VazaoError
 from vazao.physics.profiles import EngineProfile, get_engine
 
-MAX_ACCELERATORS = 100_000  # the largest clusters hold ~10^5 GPUs; a count past that is a typo
+MAX_ACCELERATORS = limits.MAX_GPUS  # the CLI's bound, so a library caller meets the same one
 
 
 def check_tp(model: ModelArch, tp: int) -> None:
@@ -133,8 +134,6 @@ def make_deployment(
         eng = eng.idealized() if not eng.is_ideal else eng
     if count < 1 or pp < 1 or (tp is not None and tp < 1):
         raise VazaoError("GPU count, tp and pp must be positive integers")
-    if max(count, pp, tp or 1) > MAX_ACCELERATORS:
-        raise VazaoError(f"GPU count, tp and pp must be at most {MAX_ACCELERATORS:,}")
     if tp is None:
         tp = max(1, count // pp)
     if not eng.is_ideal and acc.vendor not in eng.vendors:
