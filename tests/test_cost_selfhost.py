@@ -65,9 +65,10 @@ def test_analytic_without_slo_is_estimate_max_load_throughput():
     tp = analytic_throughput(dep, 1000, 250)
     out, batch = max_load_throughput(dep, 1000, 250)
     assert tp.output_tokens_per_s == out and tp.batch == batch and tp.source == "analytic"
-    # the same cycle, at the largest batch, is what analytic_point computes
+    # analytic_point's steady cycle at the largest batch agrees with the offline waves (prefill in
+    # chunks of the token budget, then decode together) to a few tenths of a percent
     p = analytic_point(dep, 1000, 250, max_batch(dep, 1000, 250))
-    assert p.output_tokens_per_s == pytest.approx(out)
+    assert p.output_tokens_per_s == pytest.approx(out, rel=0.01)
 
 
 def test_a_tighter_slo_costs_more_per_token():

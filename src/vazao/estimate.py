@@ -3,6 +3,7 @@ batch where decode turns compute-bound, the latency floor and the max-load throu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from vazao.errors import VazaoError
@@ -98,22 +99,91 @@ def latency_floor_s(dep) -> float:
     return decode_cost(dep, 1, 1).time_s
 
 
-def max_load_throughput(dep, input_tokens: int, output_tokens: int) -> tuple[float, int]:
-    """Steady-state output tokens/s of all replicas when the batch is as large as KV memory and the
-    engine's max_num_seqs allow; each request's prefill is charged at its compute time (the weights
-    are already streamed by the decode step it rides with). Returns (tokens/s, batch)."""
+def trtllm_bench_limits(kv_requests: float, input_tokens: int, output_tokens: int, pp: int) -> tuple[int, int]:
+    """The max batch size and max num tokens trtllm-bench builds an engine with for a dataset of
+    `input_tokens` / `output_tokens` requests (TensorRT-LLM tensorrt_llm/bench/build/tuning.py,
+    finetune_setting): the requests the KV cache holds, capped at 4096 and divided by pp, rounded up
+    to 32/128/256; tokens = batch × (1 + in/out), capped at 32768, at least 2048."""
+    raw_bs = min(kv_requests, 4096) / pp
+    raw_tok = min(raw_bs * (1 + input_tokens / output_tokens), 32768)
+    if raw_bs < 256:
+        bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        bs = 256 * math.ceil(raw_bs / 256)
+    if raw_tok < 4096:
+        tok = max(2048, 256 * math.ceil(raw_tok / 256))
+    elif raw_tok < 8192:
+        tok = 512 * math.ceil(raw_tok / 512)
+    else:
+        tok = 1024 * math.ceil(raw_tok / 1024)
+    return bs, tok
+
+
+def microbatches(dep) -> int:
+    """Engines a replica behaves as: pp stages each on its own micro-batch when the engine pipelines."""
+    return dep.pp if dep.engine.pipeline_microbatches else 1
+
+
+def engine_limits(dep, input_tokens: int, output_tokens: int) -> tuple[int, int]:
+    """(sequences, tokens) one engine step may hold under the engine's sizing for this request shape."""
+    eng = dep.engine
+    if eng.sizing == "trtllm-bench":
+        f = fit(dep, input_tokens + output_tokens)
+        kv_requests = f.kv_capacity_tokens / (input_tokens + output_tokens)
+        return trtllm_bench_limits(kv_requests, input_tokens, output_tokens, dep.pp)
+    return eng.max_num_seqs, eng.max_num_batched_tokens
+
+
+@dataclass(frozen=True)
+class OfflinePoint:
+    """All requests queued at once, uniform lengths: the engine runs waves of `batch` requests, each
+    wave prefilled in chunks of the token budget, then decoded together (they finish together)."""
+
+    output_tokens_per_s: float  # over all replicas
+    batch: int  # requests per engine (micro-batch) wave
+    engines: int  # replicas × pipeline micro-batches
+    token_budget: int
+    prefill_s: float  # per wave
+    decode_step_s: float
+    bound: str  # of the decode step
+    kv_limited: bool  # the batch is what the KV cache holds, not the engine's sequence cap
+
+
+def offline_point(dep, input_tokens: int, output_tokens: int) -> OfflinePoint:
     _check_lengths(input_tokens=input_tokens, output_tokens=output_tokens)
-    f = fit(dep, input_tokens + output_tokens)
-    per_replica = f.max_concurrent_sequences // dep.replicas
-    batch = min(per_replica, dep.engine.max_num_seqs)
+    ctx = input_tokens + output_tokens
+    f = fit(dep, ctx)
+    micro = microbatches(dep)
+    cap, budget = engine_limits(dep, input_tokens, output_tokens)
+    kv_batch = f.kv_capacity_tokens // micro // ctx if f.weights_fit else 0
+    batch = min(cap, kv_batch)
+    engines = dep.replicas * micro
     if batch < 1:
-        return 0.0, 0
-    mean_ctx = input_tokens + output_tokens // 2
-    t_decode = decode_cost(dep, batch, mean_ctx).time_s
-    pf = prefill_cost(dep, 1, input_tokens)
-    t_prefill_marginal = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
-    cycle_s = output_tokens * t_decode + batch * t_prefill_marginal
-    return batch * output_tokens / cycle_s * dep.replicas, batch * dep.replicas
+        return OfflinePoint(0.0, 0, engines, budget, math.inf, math.inf, "memory", True)
+    chunk = min(budget, batch * input_tokens)
+    if input_tokens <= chunk:
+        seqs = max(1, chunk // input_tokens)
+        t_chunk = prefill_cost(dep, seqs, input_tokens).time_s
+        chunks = batch / seqs
+    else:  # one long prompt in pieces of the budget; its later pieces read the earlier ones' KV
+        pieces = math.ceil(input_tokens / chunk)
+        mid = BatchShape.prefill(1, chunk, cached=(input_tokens - chunk) // 2)
+        t_chunk = step_cost(dep, mid).time_s
+        chunks = batch * pieces
+    prefill_s = chunks * t_chunk
+    dec = decode_cost(dep, batch, input_tokens + output_tokens // 2)
+    wave_s = prefill_s + max(output_tokens - 1, 0) * dec.time_s
+    return OfflinePoint(batch * output_tokens / wave_s * engines, batch, engines, budget, prefill_s, dec.time_s,
+                        dec.bound, kv_batch <= cap)
+
+
+def max_load_throughput(dep, input_tokens: int, output_tokens: int) -> tuple[float, int]:
+    """Output tokens/s of all replicas with every request queued at once (offline_point), and the
+    sequences running at once over all replicas."""
+    p = offline_point(dep, input_tokens, output_tokens)
+    return p.output_tokens_per_s, p.batch * p.engines
 
 
 def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:
@@ -136,8 +206,8 @@ def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> 
             tokens_per_s_per_request=1.0 / dec.time_s,
             tokens_per_s_total=b / dec.time_s * dep.replicas,
             prefill_s=pre.time_s,
-            ttft_s=pre.time_s,
-            e2e_s=pre.time_s + (output_tokens - 1) * dec.time_s,
+            ttft_s=pre.time_s + dep.engine.request_overhead_s,
+            e2e_s=pre.time_s + dep.engine.request_overhead_s + (output_tokens - 1) * dec.time_s,
             bound=dec.bound,
             prefill_bound=pre.bound,
             fits=f.weights_fit and b <= per_replica_cap,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -64,6 +65,12 @@ class Accelerator:
     def peak(self, dtype: str) -> float:
         """Dense peak for a compute dtype; 0 when the chip has no figure for it."""
         return self.peak_flops.get(dtype, 0.0)
+
+    @property
+    def geforce(self) -> bool:
+        """A GeForce card (rtx-3090, rtx-4090 …): its listed tensor rates are FP32-accumulate, and
+        FP16-accumulate GEMMs run at twice them (shared/data/README.md)."""
+        return self.vendor == "nvidia" and re.match(r"rtx-\d{4}", self.id) is not None
 
     @property
     def peak_16bit(self) -> tuple[str, float]:

@@ -16,7 +16,7 @@ from vazao.catalog.hardware import Accelerator
 from vazao.physics.deployment import Deployment
 from vazao.physics.memory import free_bytes_per_gpu, kv_bytes_per_sequence_per_gpu
 from vazao.physics.profiles import EngineProfile
-from vazao.physics.step import BatchShape, ShardConstants, StepConstants, roofline, step_work
+from vazao.physics.step import NARROW_DTYPES, BatchShape, ShardConstants, StepConstants, roofline, step_work
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,15 @@ class AcceleratorArrays:
         self.peak16 = np.array([a.peak_16bit[1] for a in accs])
         self.fp32 = np.array([a.peak("fp32") for a in accs])
 
-    def format_peaks(self, fmt: Format, engine: str | None) -> tuple[np.ndarray, np.ndarray]:
-        """(runs, matmul peak) per accelerator for a format: native dtype peak, else the 16-bit path."""
+    def format_peaks(self, fmt: Format, engine: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(runs, matmul peak, narrow) per accelerator for a format: native dtype peak, else the 16-bit
+        path; narrow where the native path is an 8- or 4-bit tensor core."""
         status = [support(fmt, a, engine).status for a in self.accs]
         runs = np.array([s != "unsupported" for s in status])
         peak = np.array([a.peak(fmt.compute_dtype) if s == "native" else a.peak_16bit[1]
                          for a, s in zip(self.accs, status, strict=True)])
-        return runs, peak
+        narrow = np.array([s == "native" and fmt.compute_dtype in NARROW_DTYPES for s in status])
+        return runs, peak, narrow
 
 
 def sweep(models: Iterable[ModelArch], accs: Sequence[Accelerator], formats: Iterable[Format],
@@ -63,7 +65,7 @@ def sweep(models: Iterable[ModelArch], accs: Sequence[Accelerator], formats: Ite
     cells = []
     for m in models:
         for f in formats:
-            runs, matmul_peak = peaks[f.name]
+            runs, matmul_peak, narrow = peaks[f.name]
             if not runs.any():
                 continue
             for tp in tps:
@@ -74,7 +76,7 @@ def sweep(models: Iterable[ModelArch], accs: Sequence[Accelerator], formats: Ite
                 shard = ShardConstants.of(dep)
                 free = free_bytes_per_gpu(dep, hw.memory)
                 c = StepConstants(shard, engine, tp, 1, tp, free, matmul_peak, hw.peak16, hw.fp32, hw.bandwidth,
-                                  hw.link, hw.host_link)
+                                  hw.link, hw.host_link, narrow)
                 times = np.stack([roofline(step_work(shard, sh), c)[4] for sh in shapes])
                 seqs = np.floor_divide(np.maximum(free, 0.0), kv_bytes_per_sequence_per_gpu(dep, context))
                 cells.append(GridCell(m.name, f.name, tp, runs, runs & (seqs >= 1), seqs, times))

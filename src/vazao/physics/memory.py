@@ -86,7 +86,11 @@ def free_bytes_per_gpu(dep, memory_bytes=None):
     `memory_bytes` may be an array over accelerators (grid sweeps); default: the deployment's GPU."""
     mem = dep.accelerator.memory_bytes if memory_bytes is None else memory_bytes
     weights = dep.weights_bytes / dep.gpus_per_replica
-    return mem * dep.engine.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - weights
+    eng = dep.engine
+    if eng.memory_basis == "free":  # TensorRT-LLM: kv_cache_free_gpu_mem_fraction of what is left
+        left = mem - overhead_bytes_per_gpu(dep) - weights
+        return left * eng.gpu_memory_utilization if not isinstance(left, float) or left > 0 else left
+    return mem * eng.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - weights
 
 
 def kv_bytes_per_sequence_per_gpu(dep, context: int) -> float:

@@ -1,14 +1,40 @@
-"""Engine profiles: efficiencies and overheads (calibratable) plus the scheduler settings of each engine."""
+"""Engine profiles: efficiencies and overheads (calibratable) plus the scheduler settings of each engine.
+
+A profile is read from engines.yaml (or a calibrated profile file, `--profile`): the efficiencies a
+fit may change are CALIBRATED; everything else describes how the engine schedules and sizes
+itself. A profile may carry `versions`: a list of {min_version, …overrides} for engine releases
+whose measured speed steps away from the base (e.g. TensorRT-LLM 0.10 → 0.17)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from types import MappingProxyType
+from typing import Any
 
 from vazao.catalog._load import load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
+
+# name: (lowest, highest) value a fit or a profile file may give it
+CALIBRATED: dict[str, tuple[float, float]] = {
+    "compute_efficiency": (0.02, 1.0),
+    "memory_efficiency": (0.05, 1.0),
+    "attention_efficiency": (0.05, 1.0),  # of memory_efficiency, on KV-cache reads
+    "narrow_compute_efficiency": (0.05, 1.0),  # of compute_efficiency, on 8- and 4-bit tensor cores
+    "moe_efficiency": (0.02, 1.0),  # of compute_efficiency, on grouped expert GEMMs
+    "comm_efficiency": (0.02, 1.0),  # achieved share of the link bandwidth in all-reduce
+    "compute_ramp_tokens": (0.0, 8192.0),
+    # the streaming rate an engine's kernels saturate at whatever the memory (Little's law: bytes in flight
+    # over latency); combined harmonically with memory_efficiency × peak. 0: no ceiling
+    "stream_ceiling_bytes_per_s": (0.0, 1e14),  # tokens in a GEMM at which it reaches half its efficiency
+    "step_overhead_s": (0.0, 0.2),
+    "per_sequence_overhead_s": (0.0, 0.01),
+    "request_overhead_s": (0.0, 2.0),  # HTTP, tokenization, detokenization: added to every TTFT
+}
+ADMISSIONS = ("optimistic", "guaranteed")
+SIZINGS = ("fixed", "trtllm-bench")
+MEMORY_BASES = ("total", "free")
 
 
 @dataclass(frozen=True)
@@ -33,47 +59,161 @@ class EngineProfile:
     prefix_caching: bool
     source: str
     as_of: str
+    attention_efficiency: float = 1.0
+    narrow_compute_efficiency: float = 1.0
+    moe_efficiency: float = 1.0
+    comm_efficiency: float = 1.0
+    compute_ramp_tokens: float = 0.0
+    stream_ceiling_bytes_per_s: float = 0.0
+    fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
+    request_overhead_s: float = 0.0
+    # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)
+    memory_basis: str = "total"
+    # guaranteed: a request is admitted only when the KV of its whole prompt + output is free (TensorRT-LLM's
+    # GUARANTEED_NO_EVICT); optimistic: when its prompt fits, preempting later if the cache runs out (vLLM)
+    admission: str = "optimistic"
+    # how the engine sizes max batch and token budget for an all-at-once benchmark (`max(offline)`)
+    sizing: str = "fixed"
+    pipeline_microbatches: bool = True  # pp stages each work on a different micro-batch (llama.cpp: no)
+    kv_dtype: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"*": "fp16"}))
+    versions: tuple[Mapping[str, Any], ...] = ()
+    calibration: Mapping[str, Any] | None = None  # fit provenance and residual quantiles (vazao calibrate)
 
     def __post_init__(self) -> None:
         for f in ("compute_efficiency", "memory_efficiency", "gpu_memory_utilization"):
             v = getattr(self, f)
             if not 0 < v <= 1:
                 raise VazaoError(f"engine {self.name}: {f} must be in (0, 1], got {v}")
+        for f, (lo, hi) in CALIBRATED.items():
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                raise VazaoError(f"engine {self.name}: {f} must be from {lo:g} to {hi:g}, got {v!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
             raise VazaoError(f"engine {self.name}: kv_layout must be paged or reserved")
+        for f, allowed in (("admission", ADMISSIONS), ("sizing", SIZINGS), ("memory_basis", MEMORY_BASES)):
+            if getattr(self, f) not in allowed:
+                raise VazaoError(f"engine {self.name}: {f} must be one of {', '.join(allowed)}, "
+                                 f"got {getattr(self, f)!r}")
 
     @property
     def is_ideal(self) -> bool:
         return self.name == "ideal"
+
+    def kv_format_for(self, weight_format: str) -> str:
+        """The KV-cache dtype this engine uses by default for a checkpoint in `weight_format`."""
+        return self.kv_dtype.get(weight_format, self.kv_dtype.get("*", "fp16"))
+
+    def at_version(self, version: tuple[int, ...] | None) -> EngineProfile:
+        """The profile of one engine release: the base with every `versions` entry whose min_version
+        the release reaches applied in order. Unknown version: the base (the newest documented)."""
+        out = self
+        if version is None:
+            return out
+        for entry in self.versions:
+            if tuple(entry["min_version"]) <= tuple(version) and (
+                    "max_version" not in entry or tuple(version) <= tuple(entry["max_version"])):
+                out = replace(out, **{k: v for k, v in entry.items() if k not in ("min_version", "max_version")})
+        return out
+
+    def key(self) -> tuple:
+        """A hashable identity of every setting that changes a prediction."""
+        return tuple((f.name, getattr(self, f.name)) for f in fields(self)
+                     if f.name not in ("kv_dtype", "versions", "calibration", "description", "source", "vendors"))
+
+    def with_values(self, **values: float) -> EngineProfile:
+        return replace(self, **values)
 
     def idealized(self) -> EngineProfile:
         """Same scheduler, physical-limit costs: efficiencies 1, no overheads (--ideal)."""
         return replace(
             self, compute_efficiency=1.0, memory_efficiency=1.0, step_overhead_s=0.0,
             per_sequence_overhead_s=0.0, allreduce_latency_s=0.0, gpu_memory_utilization=1.0,
-            reserved_bytes=0.0, activation_workspace=False,
+            reserved_bytes=0.0, activation_workspace=False, attention_efficiency=1.0,
+            narrow_compute_efficiency=1.0, moe_efficiency=1.0, comm_efficiency=1.0, compute_ramp_tokens=0.0,
+            stream_ceiling_bytes_per_s=0.0,
+            request_overhead_s=0.0, memory_basis="total",
         )
+
+
+_FIELDS = {f.name for f in fields(EngineProfile)}
+_VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "allreduce_latency_s",
+                                "gpu_memory_utilization"}
+
+
+def _version(text: Any, where: str) -> tuple[int, ...]:
+    parts = str(text).strip().lstrip("v").split(".")
+    if not all(p.isdigit() for p in parts) or len(parts) > 4:
+        raise VazaoError(f"{where}: a version is numbers joined by dots, e.g. 0.17, got {str(text)[:30]!r}")
+    return tuple(int(p) for p in parts)
+
+
+def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine profile") -> EngineProfile:
+    """Build a profile from a mapping (engines.yaml entry or a calibrated profile file), naming the
+    first unknown key or out-of-range value."""
+    if not isinstance(e, Mapping):
+        raise VazaoError(f"{where}: engine {name}: expected a mapping of settings")
+    e = dict(e)
+    for key in e:
+        if key not in _FIELDS or key == "name":
+            raise VazaoError(f"{where}: engine {name}: unknown key {str(key)[:40]!r}")
+    try:
+        e["vendors"] = tuple(e["vendors"])
+        e["as_of"] = str(e["as_of"])
+        e["reserved_bytes"] = float(e["reserved_bytes"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise VazaoError(f"{where}: engine {name}: missing or bad vendors/as_of/reserved_bytes ({exc})") from None
+    if "kv_dtype" in e:
+        if not isinstance(e["kv_dtype"], Mapping):
+            raise VazaoError(f"{where}: engine {name}: kv_dtype maps weight formats to KV formats")
+        e["kv_dtype"] = MappingProxyType({str(k): str(v) for k, v in e["kv_dtype"].items()})
+    versions = []
+    for i, entry in enumerate(e.get("versions") or ()):
+        if not isinstance(entry, Mapping) or "min_version" not in entry:
+            raise VazaoError(f"{where}: engine {name}: versions[{i}] needs a min_version")
+        out = {}
+        for k, v in entry.items():
+            if k in ("min_version", "max_version"):
+                out[k] = _version(v, f"{where}: engine {name}: versions[{i}].{k}")
+            elif k in _VERSIONED:
+                out[k] = v
+            else:
+                raise VazaoError(f"{where}: engine {name}: versions[{i}]: unknown or fixed key {str(k)[:40]!r}")
+        versions.append(MappingProxyType(out))
+    e["versions"] = tuple(versions)
+    for k, v in e.items():
+        if k in CALIBRATED and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise VazaoError(f"{where}: engine {name}: {k} must be a number, got {v!r}")
+    try:
+        prof = EngineProfile(name=name, **e)
+    except TypeError as exc:
+        raise VazaoError(f"{where}: engine {name}: {exc}") from None
+    for entry in prof.versions:  # every release's values are in range too
+        try:
+            prof.at_version(entry["min_version"])
+        except VazaoError as exc:
+            raise VazaoError(f"{where}: {exc} (versions from {'.'.join(map(str, entry['min_version']))})") from None
+    return prof
 
 
 @cache
 def engines() -> Mapping[str, EngineProfile]:
     raw = load_yaml("engines.yaml")["engines"]
-    out = {}
-    for name, e in raw.items():
-        e = dict(e)
-        e["vendors"] = tuple(e["vendors"])
-        e["as_of"] = str(e["as_of"])
-        e["reserved_bytes"] = float(e["reserved_bytes"])
-        out[name] = EngineProfile(name=name, **e)
-    return MappingProxyType(out)
+    return MappingProxyType({name: profile_from_dict(name, e, "engines.yaml") for name, e in raw.items()})
 
 
-def get_engine(name: str) -> EngineProfile:
-    table = engines()
+def engine_key(name: str) -> str:
     key = norm(name).replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
-    key = {"tensorrt-llm": "trtllm", "trt-llm": "trtllm", "hf": "naive", "transformers": "naive"}.get(key, key)
+    return {"tensorrt-llm": "trtllm", "trt-llm": "trtllm", "hf": "naive", "transformers": "naive"}.get(key, key)
+
+
+def get_engine(name: str, profiles: Mapping[str, EngineProfile] | None = None) -> EngineProfile:
+    """A shipped profile by name, or one from `profiles` (a calibrated profile file) when it has it."""
+    key = engine_key(name)
+    if profiles and key in profiles:
+        return profiles[key]
+    table = engines()
     if key in table:
         return table[key]
     raise NotFoundError("engine", name, table.keys())

@@ -2,7 +2,11 @@
 
 The one cost model both the analytic estimates and the simulator call. A step is a roofline:
     time = max(FLOPs / (peak × compute_eff), bytes / (bandwidth × memory_eff)) + comm + overhead
-computed per tensor-parallel rank. Pipeline stages run one after another for a step, so a step
+computed per tensor-parallel rank. Efficiencies are the engine profile's: a GEMM over n tokens reaches
+n / (n + compute_ramp_tokens) of its large-GEMM efficiency (short prompts, and experts that see few
+tokens each, never reach the peak), 8- and 4-bit tensor cores reach narrow_compute_efficiency of it,
+grouped expert GEMMs moe_efficiency, KV-cache reads attention_efficiency of the streaming bandwidth
+and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
 over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs.
 """
 
@@ -17,6 +21,7 @@ from vazao.physics.memory import ACT_BYTES, free_bytes_per_gpu, kv_bytes_per_tok
 BOUNDS = ("compute", "memory", "communication", "overhead")
 DEQUANT_TILE_TOKENS = 64  # weight-only kernels unpack each weight tile once per this many tokens
 P2P_LATENCY_S = 5e-6
+NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +90,8 @@ class ShardConstants:
     experts_per_token: int
     dense_weights_read: float  # parameters read every step (for dequant work)
     dequant_flops_per_weight: float
-    matmul_flops_per_token: float
+    matmul_flops_per_token: float  # dense layers and attention projections (shared experts included)
+    expert_flops_per_token: float  # the routed experts a token goes through
     lm_head_flops_per_logit: float
     attn_flops_per_pair_full: float  # summed over full-attention layers
     attn_flops_per_pair_window: float  # summed over sliding-window layers
@@ -109,6 +115,7 @@ class ShardConstants:
         kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, tp, 1)  # all layers, one rank
         win_share = m.sliding_window_layers / m.num_layers
         per_pair = m.attention_flops_per_pair / tp
+        routed = m.expert_params * m.moe_layers * m.experts_per_token if m.is_moe else 0.0
         act_inter = m.moe_intermediate_size * m.experts_per_token if m.is_moe else m.intermediate_size
         out = cls(
             dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb) / tp,
@@ -117,7 +124,8 @@ class ShardConstants:
             experts_per_token=m.experts_per_token,
             dense_weights_read=(m.shared_layer_params + m.lm_head_params) / tp,
             dequant_flops_per_weight=f.dequant_flops_per_weight if f.weight_only else 0.0,
-            matmul_flops_per_token=2.0 * (m.active_params - m.lm_head_params) / tp,
+            matmul_flops_per_token=2.0 * (m.active_params - m.lm_head_params - routed) / tp,
+            expert_flops_per_token=2.0 * routed / tp,
             lm_head_flops_per_logit=2.0 * m.lm_head_params / tp,
             attn_flops_per_pair_full=per_pair * m.full_attention_layers,
             attn_flops_per_pair_window=per_pair * m.sliding_window_layers,
@@ -152,11 +160,12 @@ class StepConstants:
     or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
+                 "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "offload_s")
 
     def __init__(self, shard, eng, tp: int, pp: int, gpus_per_replica: int, free_bytes_per_gpu,
-                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link) -> None:
+                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link, narrow=False) -> None:
         self.shard = shard
         self.matmul_peak = matmul_peak
         self.attn_peak = peak16
@@ -164,6 +173,17 @@ class StepConstants:
         self.bandwidth = bandwidth
         self.compute_eff = eng.compute_efficiency
         self.memory_eff = eng.memory_efficiency
+        ceiling = eng.stream_ceiling_bytes_per_s
+        if ceiling:  # achieved stream rate: 1 / (1 / (peak × eff) + 1 / ceiling), as a share of the peak
+            self.memory_eff = 1.0 / (1.0 / eng.memory_efficiency + bandwidth / ceiling)
+        self.kv_memory_eff = self.memory_eff * eng.attention_efficiency
+        # `narrow`: the matmuls run on 8- or 4-bit tensor cores (a bool, or an array over accelerators)
+        narrow_f = np.where(narrow, eng.narrow_compute_efficiency, 1.0) if isinstance(narrow, np.ndarray) else (
+            eng.narrow_compute_efficiency if narrow else 1.0)
+        self.matmul_eff = eng.compute_efficiency * narrow_f
+        self.expert_eff = self.matmul_eff * eng.moe_efficiency
+        self.ramp_tokens = eng.compute_ramp_tokens
+        link = link * eng.comm_efficiency
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / link) if tp > 1 else 0.0
         self.allreduce_latency_s = eng.allreduce_latency_s
         self.p2p_s_per_byte = 1 / link if pp > 1 else 0.0
@@ -176,12 +196,13 @@ class StepConstants:
     @classmethod
     def of(cls, dep) -> StepConstants:
         acc = dep.accelerator
-        peak16 = acc.peak_16bit[1]
+        peak16 = acc.peak_16bit[1] * (2.0 if dep.engine.fp16_accumulate and acc.geforce else 1.0)
         native = dep.support.status == "native"
+        dtype = dep.weight_format.compute_dtype
         return cls(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
-                   free_bytes_per_gpu(dep), acc.peak(dep.weight_format.compute_dtype) if native else peak16,
+                   free_bytes_per_gpu(dep), (acc.peak(dtype) if native and dtype not in ("fp16", "bf16") else peak16),
                    peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
-                   acc.host_link_bytes_per_s)
+                   acc.host_link_bytes_per_s, narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
@@ -196,11 +217,19 @@ class StepWork:
     """What a step computes and moves on one TP rank, before any hardware is involved."""
 
     num_seqs: int
-    matmul_flops: float
+    new_tokens: int
+    matmul_flops: float  # dense (and lm_head)
+    expert_flops: float  # routed experts
+    expert_tokens: float  # tokens each touched expert computes, on average
     attn_flops: float
     dequant_flops: float
-    bytes: float
+    bytes: float  # weights and activations
+    kv_bytes: float
     collective_bytes: float  # activation bytes per all-reduce / pipeline hand-off
+
+    @property
+    def flops(self) -> float:
+        return self.matmul_flops + self.expert_flops + self.attn_flops + self.dequant_flops
 
 
 def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
@@ -218,10 +247,14 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
     return StepWork(
         num_seqs=n,
+        new_tokens=new,
         matmul_flops=s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * shape.logit_tokens,
+        expert_flops=s.expert_flops_per_token * new,
+        expert_tokens=new * s.experts_per_token / touched if touched else 0.0,
         attn_flops=s.attn_flops_per_pair_full * shape.attention_pairs + s.attn_flops_per_pair_window * win_pairs,
         dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
-        bytes=weight_bytes + kv_bytes + s.act_bytes_per_token * new,
+        bytes=weight_bytes + s.act_bytes_per_token * new,
+        kv_bytes=kv_bytes,
         collective_bytes=new * s.hidden_bytes_per_token,
     )
 
@@ -230,9 +263,14 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     """(compute_s, memory_s, comm_s, overhead_s, time_s) of a step's work on the hardware `c`;
     elementwise when `c` holds arrays."""
     s = c.shard
-    compute_s = (w.matmul_flops / c.matmul_peak + w.attn_flops / c.attn_peak
-                 + w.dequant_flops / c.dequant_peak) / c.compute_eff
-    memory_s = w.bytes / (c.bandwidth * c.memory_eff) + c.offload_s
+    ramp = c.ramp_tokens
+    dense_eff = c.matmul_eff * (w.new_tokens / (w.new_tokens + ramp) if ramp else 1.0)
+    compute_s = w.matmul_flops / (c.matmul_peak * dense_eff) + (
+        w.attn_flops / c.attn_peak + w.dequant_flops / c.dequant_peak) / c.compute_eff
+    if w.expert_flops:
+        expert_eff = c.expert_eff * (w.expert_tokens / (w.expert_tokens + ramp) if ramp else 1.0)
+        compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)
+    memory_s = w.bytes / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff) + c.offload_s
     act = w.collective_bytes
     comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
               + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
@@ -249,5 +287,4 @@ def step_cost(dep, shape: BatchShape) -> StepCost:
     compute_s, memory_s, comm_s, overhead_s, time_s = roofline(w, c)
     parts = (compute_s, memory_s, comm_s, overhead_s)
     bound = BOUNDS[parts.index(max(parts))]
-    return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound,
-                    w.matmul_flops + w.attn_flops + w.dequant_flops, w.bytes)
+    return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound, w.flops, w.bytes + w.kv_bytes)

@@ -81,6 +81,7 @@ class SimConfig:
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
     prefix_caching: bool = True
+    admission: str = "optimistic"  # optimistic | guaranteed (engines.yaml)
     max_context: int | None = None  # tokens per sequence (engine max_model_len); None: the model's
     spec: SpecConfig | None = None
     disagg: DisaggConfig | None = None
@@ -92,6 +93,8 @@ class SimConfig:
             raise VazaoError(f"scheduler must be static or continuous, got {self.scheduler!r}")
         if self.kv_layout not in ("paged", "reserved"):
             raise VazaoError(f"KV layout must be paged or reserved, got {self.kv_layout!r}")
+        if self.admission not in ("optimistic", "guaranteed"):
+            raise VazaoError(f"admission must be optimistic or guaranteed, got {self.admission!r}")
         for name, top in _BOUNDS.items():
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= top:
@@ -103,7 +106,8 @@ class SimConfig:
     def from_engine(cls, eng: EngineProfile, **overrides) -> SimConfig:
         base = cls(scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                    max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
-                   chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching)
+                   chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
+                   admission=eng.admission)
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     def describe(self) -> str:
@@ -186,7 +190,8 @@ def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
             raise VazaoError(f"engine {eng.name} does not run on {dep.accelerator.vendor} hardware")
         new = replace(cfg, scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                       max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
-                      chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching)
+                      chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
+                      admission=eng.admission)
         return new, replace(dep, engine=eng)
     if axis == "max_seqs":
         return replace(cfg, max_num_seqs=_int(value, axis)), dep

@@ -32,6 +32,11 @@ class Engine:
         self.pool = BlockPool(num_blocks, self.bs, caching=cfg.prefix_caching and self.paged)
         self.max_context = max_context
         self.reserve_blocks = 0 if self.paged else -(-max_context // self.bs)
+        # guaranteed admission (TensorRT-LLM's GUARANTEED_NO_EVICT): a request takes the blocks of its
+        # whole prompt + output when admitted, so the running ones never grow into a full cache
+        self.guaranteed = self.paged and cfg.admission == "guaranteed"
+        self.grow = self.paged and not self.guaranteed
+        self.overshoot = cfg.spec.k if cfg.spec else 0
         self.waiting: deque[Seq] = deque()
         self.running: dict[Seq, None] = {}  # admission order; preemption takes the last
         self.prefilling: deque[Seq] = deque()  # running requests whose prompt is not all computed
@@ -67,8 +72,14 @@ class Engine:
                     f"reserves {need * self.bs:,} tokens of KV cache per sequence but a replica holds {held:,}")
         return None
 
+    def blocks_for(self, seq: Seq) -> int:
+        """Blocks a request takes when it is admitted with `seq.target` tokens to compute."""
+        if self.guaranteed:
+            return -(-(seq.prompt + seq.output + self.overshoot) // self.bs)
+        return -(-seq.target // self.bs) if self.paged else self.reserve_blocks
+
     def blocks_held(self, seq: Seq) -> int:
-        if self.paged and seq.in_cohort:
+        if self.grow and seq.in_cohort:
             return -(-(seq.base + self.cohort.A) // self.bs)
         return seq.nblocks
 
@@ -149,7 +160,7 @@ class Engine:
             cohort.A += self.step_a
             if cohort.heap and cohort.heap[0][0] <= cohort.A:
                 for seq in cohort.advance(0):
-                    total = -(-(seq.base + cohort.A) // self.bs) if self.paged else seq.nblocks
+                    total = -(-(seq.base + cohort.A) // self.bs) if self.grow else seq.nblocks
                     seq.emitted = seq.output
                     self._finish(seq, now, total)
         if self.chunks:

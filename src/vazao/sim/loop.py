@@ -19,14 +19,14 @@ from vazao.sim.engine import Engine
 from vazao.sim.sequence import Seq
 from vazao.workload import Workload
 
-RELEASE, STEP, TRANSFER = 0, 1, 2
+RELEASE, STEP, TRANSFER, ENQUEUE = 0, 1, 2, 3
 # row fields (RequestSpec order)
 R_ID, R_ARRIVAL, R_PROMPT, R_OUTPUT, R_PREFIX, R_PREFIX_TOK, R_CONV, R_TURN, R_HIST, R_AFTER, R_THINK = range(11)
 
 
 class Runner:
     def __init__(self, workload: Workload, engines: list[Engine], decode_engines: list[Engine] | None,
-                 stats, link: KVLink | None, max_waiting: int):
+                 stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0):
         self.w = workload
         self.engines = engines  # where requests go first (prefill pool when disaggregated)
         self.decoders = decode_engines or []
@@ -34,6 +34,8 @@ class Runner:
         self.stats = stats
         self.link = link
         self.max_waiting = max_waiting
+        # HTTP, tokenization and queue hand-off before the engine sees a request (engine profile)
+        self.overhead_s = request_overhead_s
         self.heap: list = []
         self._n = 0
         self._stream: Iterator[tuple] = workload.iter_rows()
@@ -127,6 +129,8 @@ class Runner:
                     push(t + dur, STEP, payload)
             elif kind == RELEASE:
                 self._on_release(payload, t)
+            elif kind == ENQUEUE:
+                self._enqueue(*payload, t)
             else:
                 self._transfer_done(*payload)
             if self.kick and (not heap or heap[0][0] > t):
@@ -152,7 +156,10 @@ class Runner:
                 continue
             t, _, kind, payload = pop(heap)
             self.now = t
-            self._on_release(payload, t)
+            if kind == ENQUEUE:
+                self._enqueue(*payload, t)
+            else:
+                self._on_release(payload, t)
             if self.kick and (not heap or heap[0][0] > t):
                 self.kick.clear()
                 if end is None:
@@ -178,6 +185,12 @@ class Runner:
             self.stats.record(seq, None, reason)
             self._end_chain(seq)
             return
+        if self.overhead_s:
+            self.push(t + self.overhead_s, ENQUEUE, (e, seq))
+        else:
+            self._enqueue(e, seq, t)
+
+    def _enqueue(self, e: Engine, seq: Seq, t: float) -> None:
         if len(e.waiting) >= self.max_waiting:
             # Overload: stop taking arrivals, serve what is in flight, report what was measured.
             if not self.stopped:

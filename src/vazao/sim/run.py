@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from vazao import limits
 from vazao.errors import VazaoError
+from vazao.estimate import microbatches
 from vazao.physics.memory import fit
 from vazao.results import SLO, RequestRecord, RunSummary
 from vazao.sim.config import DisaggConfig, SimConfig, apply_axis
@@ -145,9 +146,14 @@ def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO 
                   for i in range(d.decode)]
         link = KVLink.of(dep, d)
     else:
-        first = [Engine(dep, cfg, blocks, max_context, stats, None, index=i) for i in range(replicas)]
+        # pipeline-parallel engines keep pp micro-batches in flight: pp engines on a pp-th of the KV each
+        micro = microbatches(dep)
+        if blocks // micro < 1:
+            micro = 1
+        first = [Engine(dep, cfg, blocks // micro, max_context, stats, None, index=i)
+                 for i in range(replicas * micro)]
         second = []
-    runner = Runner(workload, first, second, stats, link, cfg.max_waiting)
+    runner = Runner(workload, first, second, stats, link, cfg.max_waiting, dep.engine.request_overhead_s)
     t0 = time.perf_counter()
     runner.run()
     wall = time.perf_counter() - t0

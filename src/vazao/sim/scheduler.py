@@ -48,7 +48,7 @@ class Scheduler:
         # 0. KV-ready requests join the decoders
         while waiting and waiting[0].kv_ready and len(running) < max_seqs:
             seq = waiting[0]
-            need = -(-seq.target // bs) if e.paged else e.reserve_blocks
+            need = e.blocks_for(seq)
             if need > pool.num_free:
                 break
             waiting.popleft()
@@ -63,7 +63,7 @@ class Scheduler:
         a = 1
         if cohort.n:
             a = spec.advance() if spec else 1
-            if e.paged:
+            if e.grow:
                 need = cohort.cnt[(-cohort.A) % bs] if a == 1 else cohort.blocks_needed(a)
                 while not pool.try_allocate_anonymous(need):
                     e.preempt(self._victim())
@@ -118,7 +118,7 @@ class Scheduler:
             rem = target - cached
             if not self.chunked and scheduled and rem > budget and not self.static:
                 return
-            total = -(-target // bs) if e.paged else e.reserve_blocks
+            total = e.blocks_for(seq)
             need = total - len(hits)
             if hits and pool.num_evictable and pool.evictable_among(hits):
                 # some hits sit on the eviction list: taking them leaves fewer blocks to allocate from

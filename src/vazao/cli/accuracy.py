@@ -1,0 +1,111 @@
+"""`vazao validate` and `vazao calibrate`: predictions against measurements, and profiles fitted on them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+import yaml
+
+from vazao import inputs
+from vazao.cli.app import JSON, app, console, emit_json, err_console
+from vazao.errors import VazaoError
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    last = [-1]
+
+    def show(done: int, total: int) -> None:
+        pct = done * 100 // total
+        if pct // 10 != last[0] // 10 or done == total:
+            last[0] = pct
+            err_console.print(f"predicted {done:,}/{total:,} rows", highlight=False)
+
+    return show
+
+
+def _check_profile(profile: Path | None) -> str | None:
+    if profile is None:
+        return None
+    from vazao.calibrate import load_profiles
+
+    load_profiles(profile)  # refuse a bad file before any work, with its one line
+    return str(profile)
+
+
+@app.command("validate")
+def validate_cmd(
+    measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv"),
+    profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
+    engine: str | None = typer.Option(None, "--engine", help="Only rows of this engine family."),
+    workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
+    worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
+    json_out: bool = JSON,
+) -> None:
+    """Predict every row under its stated conditions and report the errors by metric, engine, GPU
+    generation, model family and regime, with the coverage and why each skipped row was skipped."""
+    from vazao.report.validate_console import render_validation
+    from vazao.validate import predict_rows, read_rows, summarize
+
+    path = _check_profile(profile)
+    if workers is not None:
+        inputs.number(workers, "--workers", minimum=1, maximum=256, integer=True)
+    inputs.number(worst, "--worst", minimum=0, maximum=10_000, integer=True)
+    rows, problems = read_rows(measurements)
+    if engine:
+        from vazao.physics.profiles import engine_key
+
+        rows = [r for r in rows if r.family == engine_key(engine)]
+    results = predict_rows(rows, profile_path=path, workers=workers, progress=_progress(sys.stderr.isatty()))
+    rep = summarize(results, problems)
+    if json_out:
+        emit_json(rep.to_json())
+        return
+    render_validation(console, rep, worst)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    measurements: Path = typer.Argument(..., help="Measurements CSV (published rows) to fit on."),
+    engine: str = typer.Option(..., "--engine", help="The engine family to fit: trtllm, vllm, sglang, llama.cpp."),
+    output: Path = typer.Option(..., "-o", "--output", help="Profile file to write (YAML)."),
+    profile: Path | None = typer.Option(None, "--profile", help="Start from this profile file."),
+    workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
+    force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the output file."),
+    json_out: bool = JSON,
+) -> None:
+    """Fit the engine family's calibrated parameters (robust loss on log error, each metric group
+    weighted alike), one set per engine release in the rows, and write them with the residual
+    quantiles per regime that give every prediction its band."""
+    import os
+
+    from vazao.calibrate import calibrate_engine
+    from vazao.physics.profiles import engine_key
+    from vazao.validate import read_rows
+
+    path = _check_profile(profile)
+    inputs.output_file(output, "profile file", force=force)
+    rows, problems = read_rows(measurements)
+    fam = engine_key(engine)
+    rows = [r for r in rows if r.family == fam]
+    if not rows:
+        raise VazaoError(f"{measurements}: no rows of engine {engine}")
+    n = workers or os.cpu_count() or 1
+    say = (lambda m: err_console.print(m, highlight=False)) if not json_out else None
+    doc, fits = calibrate_engine(rows, fam, profile_path=path, workers=n, progress=say,
+                                 source=str(measurements))
+    inputs.write_text(output, yaml.safe_dump(doc, sort_keys=False), "profile file")
+    summary = {"output": str(output), "engine": fam, "rows": len(rows), "unreadable": len(problems),
+               "fits": [{"min_version": ".".join(map(str, f.min_version)) if f.min_version else None,
+                         "rows": f.rows, "median_ape": f.median_ape, "values": dict(f.values)} for f in fits]}
+    if json_out:
+        emit_json(summary)
+        return
+    for f in fits:
+        ver = ".".join(map(str, f.min_version)) if f.min_version else "all versions"
+        console.print(f"{fam} {ver}: {f.rows} rows, median |error| {f.median_ape * 100:.0f}% after the fit",
+                      highlight=False)
+    console.print(f"wrote {output}; use it with --profile {output}", highlight=False)

@@ -1,0 +1,153 @@
+"""One measured row, predicted under its stated conditions with vazao's cost model.
+
+batch-1 decode and prompt processing (llama-bench tg/pp): the closed-form step costs; max load (all
+requests queued at once, uniform lengths): estimate.offline_point; a static batch: estimate rows;
+a request rate or a fixed concurrency: the simulator on that workload."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from vazao.catalog.formats import get_format, get_kv_format
+from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.models import get_model
+from vazao.errors import VazaoError
+from vazao.estimate import decode_cost, estimate, offline_point, prefill_cost
+from vazao.physics.deployment import make_deployment
+from vazao.physics.profiles import EngineProfile, get_engine
+from vazao.validate.rows import MeasuredRow
+
+SIM_REQUESTS = 500  # TensorRT-LLM's online-serving table: 500 requests per rate
+_KV_NAMES = {"fp8": "fp8", "fp8 kv": "fp8", "int8": "int8", "bf16": "fp16", "fp16": "fp16", "f16": "fp16",
+             "float16": "fp16", "bfloat16": "fp16", "fp4": "fp4", "nvfp4": "fp4"}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    value: float  # in the row's own unit
+    regime: str  # memory | compute | communication | overhead | queueing
+    detail: str
+    kv: str  # the KV format used
+
+
+def kv_format_name(row: MeasuredRow, eng: EngineProfile, weight_format: str) -> str:
+    """The row's KV dtype when stated; the engine's default for the checkpoint's format otherwise."""
+    text = row.kv.lower()
+    if "not stated" in text or not text:
+        return eng.kv_format_for(weight_format)
+    head = text.split("(")[0].strip()
+    for key, name in _KV_NAMES.items():
+        if head == key or head.startswith(key + " ") or head.startswith(key + "kv"):
+            return name
+    raise VazaoError(f"unknown KV/compute precision {row.kv[:40]!r}")
+
+
+def deployment_for(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None):
+    eng = get_engine(row.family, profiles).at_version(row.version)
+    model = get_model(row.model)
+    fmt = get_format(row.weights)
+    kv = get_kv_format(kv_format_name(row, eng, fmt.name))
+    acc = get_accelerator(row.gpu)
+    return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng)
+
+
+def _from_throughput(row: MeasuredRow, output_tok_s: float) -> float:
+    if row.metric == "output_tok_s_total":
+        return output_tok_s
+    if row.metric == "output_tok_s_per_gpu":
+        return output_tok_s / row.gpu_count
+    if row.metric == "total_tok_s":
+        return output_tok_s * (row.input_len + row.output_len) / row.output_len
+    raise VazaoError(f"metric {row.metric} is not a throughput")
+
+
+def _need(row: MeasuredRow, **lengths: int) -> None:
+    for name, v in lengths.items():
+        if v <= 0:
+            raise VazaoError(f"{row.metric} at {row.condition.describe()} needs {name} > 0")
+
+
+def predict(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None,
+            sim_requests: int = SIM_REQUESTS) -> Prediction:
+    dep = deployment_for(row, profiles)
+    kv = dep.kv_format.name
+    cond = row.condition
+    if row.metric == "tg_tok_s_batch1":
+        _need(row, output_len=row.output_len)
+        c = decode_cost(dep, 1, row.input_len + row.output_len // 2)
+        return Prediction(1.0 / c.time_s, c.bound, f"decode step {c.time_s * 1e3:.3g} ms", kv)
+    if row.metric == "pp_tok_s":
+        _need(row, input_len=row.input_len)
+        c = prefill_cost(dep, 1, row.input_len)
+        return Prediction(row.input_len / c.time_s, c.bound, f"prefill {c.time_s * 1e3:.3g} ms", kv)
+    _need(row, output_len=row.output_len, input_len=row.input_len)
+    if cond.kind == "max":
+        p = offline_point(dep, row.input_len, row.output_len)
+        if p.batch < 1:
+            raise VazaoError("the KV cache holds no request of this length")
+        if row.metric in ("tpot_ms", "itl_ms"):
+            return Prediction(p.decode_step_s * 1e3, p.bound, f"batch {p.batch}", kv)
+        if row.metric not in ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s"):
+            raise VazaoError(f"{row.metric} at max load is queueing of the whole request set; not predicted")
+        return Prediction(_from_throughput(row, p.output_tokens_per_s), p.bound,
+                          f"batch {p.batch} × {p.engines} engine(s), budget {p.token_budget}", kv)
+    if cond.kind == "batch":
+        b = int(cond.value)
+        e = estimate(dep, [b], row.input_len, row.output_len).rows[0]
+        value = {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.decode_step_s * 1e3, "itl_ms": e.decode_step_s * 1e3,
+                 "e2e_latency_ms": e.e2e_s * 1e3}.get(row.metric)
+        if value is None:
+            value = _from_throughput(row, b * row.output_len / e.e2e_s * dep.replicas)
+        return Prediction(value, e.bound if row.metric != "ttft_ms" else e.prefill_bound, f"static batch {b}", kv)
+    return _simulated(row, dep, kv, sim_requests)
+
+
+_SIM_CACHE: dict[tuple, tuple] = {}
+
+
+def _sim_key(row: MeasuredRow, dep, requests: int) -> tuple:
+    return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
+            row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, requests)
+
+
+def _simulated(row: MeasuredRow, dep, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
+    """Rows of one configuration (its TTFT, ITL and throughput) share one simulation."""
+    key = _sim_key(row, dep, requests)
+    hit = _SIM_CACHE.get(key)
+    if hit is None:
+        if len(_SIM_CACHE) > 256:
+            _SIM_CACHE.clear()
+        hit = _SIM_CACHE[key] = _simulate(row, dep, requests)
+    s, completed, mean_batch = hit
+    pick = "p50" if row.median else "mean"
+    lat = {"ttft_ms": s.ttft_s, "tpot_ms": s.tpot_s, "itl_ms": s.itl_s, "e2e_latency_ms": s.e2e_s}.get(row.metric)
+    if lat is not None:
+        v = getattr(lat, pick)
+        if v is None:
+            raise VazaoError("the simulation produced no such latency")
+        value = v * 1e3
+    else:
+        value = _from_throughput(row, s.output_tokens_per_s)
+    return Prediction(value, "queueing", f"simulated {completed} requests, mean batch {mean_batch:.0f}", kv)
+
+
+def _simulate(row: MeasuredRow, dep, requests: int) -> tuple:
+    from vazao.sim import SimConfig, simulate
+    from vazao.workload import workload_from_dict
+
+    cond = row.condition
+    if cond.kind == "rate" and math.isinf(cond.value):
+        arrival = {"kind": "burst"}
+    elif cond.kind == "rate":
+        arrival = {"kind": "poisson", "rate": cond.value}
+    else:
+        arrival = {"kind": "concurrency", "concurrency": int(cond.value)}
+    if cond.kind == "concurrency":
+        requests = max(requests, 4 * int(cond.value))
+    w = workload_from_dict({"name": row.id, "arrival": arrival, "prompt": row.input_len, "output": row.output_len,
+                            "requests": requests, "seed": 1}, where=f"row {row.id}")
+    cfg = SimConfig.from_engine(dep.engine, max_context=row.input_len + row.output_len + 1)
+    res = simulate(dep, w, cfg)
+    return res.summary, res.completed, res.mean_batch
