@@ -111,7 +111,7 @@ def test_offline_batch_never_exceeds_what_the_kv_cache_holds():
 def test_simulated_rows_share_one_simulation_and_give_a_latency():
     rows, _ = parse_rows(HEADER + ROW_RATE + ROW_RATE.replace("itl_ms,21", "ttft_ms,62").replace("0004", "0003"))
     res = predict_rows(rows, workers=1)
-    assert all(r.predicted and r.regime == "queueing" for r in res)
+    assert all(r.predicted and r.regime == "serving" for r in res)
     assert res[0].detail == res[1].detail  # one simulation, two metrics
 
 

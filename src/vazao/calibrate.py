@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from vazao import inputs
+from vazao.bands import band, band_key  # noqa: F401  (re-exported)
 from vazao.errors import VazaoError
 from vazao.physics.profiles import CALIBRATED, EngineProfile, engines, profile_from_dict
 
@@ -31,6 +32,7 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
             base = {f.name: getattr(shipped[name], f.name) for f in dataclasses.fields(EngineProfile)
                     if f.name != "name"}
             base["versions"] = [dict(v) for v in base["versions"]]
+            base["generations"] = {g: dict(o) for g, o in base["generations"].items()}
             base["kv_dtype"] = dict(base["kv_dtype"])
         if not isinstance(e, Mapping):
             raise VazaoError(f"profile file {path}: engine {name}: expected a mapping of settings")
@@ -41,10 +43,16 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
 # ---- fitting -----------------------------------------------------------------------------------------
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "comm_efficiency", "compute_ramp_tokens", "stream_ceiling_bytes_per_s",
-              "step_overhead_s", "request_overhead_s")
+              "compute_ceiling_flops", "attention_compute_efficiency",
+              "dequant_factor", "step_overhead_s", "request_overhead_s")
 # a parameter at 0 is searched from this value up (multiplicative steps cannot leave 0)
-_FLOOR = {"compute_ramp_tokens": 16.0, "stream_ceiling_bytes_per_s": 1.5e12, "step_overhead_s": 1e-4,
+_FLOOR = {"compute_ramp_tokens": 16.0, "stream_ceiling_bytes_per_s": 5e12, "compute_ceiling_flops": 4e14,
+          "step_overhead_s": 1e-4,
+          "dequant_factor": 0.05,
           "request_overhead_s": 1e-3, "per_sequence_overhead_s": 1e-7}
+# searched as their inverse (scale / value): 1 means a 1 TB/s or 1 PFLOP/s ceiling
+_INVERSE = {"stream_ceiling_bytes_per_s": 1e12, "compute_ceiling_flops": 1e15}
+_INV_FLOOR = 0.05
 _DELTA = 0.15  # soft-L1 scale on log(measured / predicted): errors beyond ~15% count linearly
 _SKIP_LOSS = 2.0 * math.log(3.0)  # a row the candidate cannot predict costs as much as a 3× miss
 _STEPS = (1.5, 1.2, 1.07)  # multiplicative search step per round
@@ -126,13 +134,6 @@ def _candidates(name: str, value: float, step: float) -> list[float]:
     return sorted(out)
 
 
-def band_key(regime: str, metric: str) -> str:
-    """Residuals are kept per regime, latencies apart from speeds (they err in opposite directions)."""
-    from vazao.validate.rows import LATENCY_METRICS
-
-    return f"{regime} latency" if metric in LATENCY_METRICS else regime
-
-
 def residuals_by_regime(results) -> dict[str, Residuals]:
     groups: dict[str, list[float]] = {}
     for r in results:
@@ -148,7 +149,8 @@ def residuals_by_regime(results) -> dict[str, Residuals]:
 
 def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FIT_PARAMS,
                profile_path: str | None = None, workers: int = 1, sim_requests: int = 150,
-               progress: Callable[[str], None] | None = None, min_version=None) -> EngineFit:
+               progress: Callable[[str], None] | None = None, min_version=None, steps=_STEPS,
+               joint_iters: int = 120) -> EngineFit:
     """Coordinate search, in log steps, of `params` of one engine family on `rows` (all of that family),
     minimising a soft-L1 loss on log error with every metric group weighted alike."""
     from vazao.validate.run import family_of, generation_of, slice_of
@@ -161,7 +163,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     best, _ = _evaluate(rows, profile_path, overrides(values), sim_requests)
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     try:
-        for step in _STEPS:
+        for step in steps:
             for name in params:
                 cands = _candidates(name, values[name], step)
                 trials = [{**values, name: c} for c in cands]
@@ -178,8 +180,12 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
-    values, best = _nelder_mead(rows, family, values, best, profile_path, sim_requests, workers, progress)
-    loss, results = _evaluate(rows, profile_path, overrides(values), sim_requests)
+    values, best = _nelder_mead(rows, family, values, best, profile_path, sim_requests, workers, progress,
+                                joint_iters)
+    # the residuals (the bands) from the predictions validate makes: full-size simulations
+    from vazao.validate.predict import SIM_REQUESTS
+
+    loss, results = _evaluate(rows, profile_path, overrides(values), SIM_REQUESTS)
     seen = {
         "generations": tuple(sorted({generation_of(r) for r in rows})),
         "formats": tuple(sorted({r.weights.lower() for r in rows})),
@@ -193,13 +199,20 @@ def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progre
     """Refine jointly (coordinate steps cannot trade one parameter against another) in
     x = log(value + floor), bounded by CALIBRATED."""
     names = [n for n in values]
-    floor = np.array([_FLOOR.get(n, 0.0) for n in names])
+    floor = np.array([_INV_FLOOR if n in _INVERSE else _FLOOR.get(n, 0.0) for n in names])
     lo = np.array([CALIBRATED[n][0] for n in names])
     hi = np.array([CALIBRATED[n][1] for n in names])
 
+    def inner(n, v):  # a ceiling is searched as its inverse (0: none), so it can grow in from "no ceiling"
+        return (_INVERSE[n] / v if v else 0.0) if n in _INVERSE else v
+
     def to_values(x):
-        v = np.clip(np.exp(x) - floor, lo, hi)
-        return {n: float(max(0.0, a)) for n, a in zip(names, v, strict=True)}
+        u = np.exp(x) - floor
+        out = {}
+        for i, n in enumerate(names):
+            v = (_INVERSE[n] / u[i] if u[i] > 1e-9 else 0.0) if n in _INVERSE else u[i]
+            out[n] = float(max(0.0, min(hi[i], max(lo[i], v)) if v else 0.0))
+        return out
 
     pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
     from vazao.validate.run import predict_rows
@@ -210,7 +223,7 @@ def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progre
         return loss_of(res, weights)
 
     weights = _row_weights(rows)
-    x0 = np.log(np.array([values[n] for n in names]) + floor + 1e-12)
+    x0 = np.log(np.array([inner(n, values[n]) for n in names]) + floor + 1e-12)
     simplex = [x0] + [x0 + np.eye(len(names))[i] * 0.15 for i in range(len(names))]
     fs = [best] + [f(x) for x in simplex[1:]]
     try:
@@ -261,52 +274,27 @@ def profile_document(fits: list[EngineFit], source: str) -> dict:
     return {"engines": doc}
 
 
-# ---- bands -------------------------------------------------------------------------------------------
-BAND_QUANTILES = ("q10", "q90")  # an 80% band
-WIDEN = 1.5  # log-width multiplier where the profile was not fitted on this generation, format or family
+def relevant_params(rows) -> tuple[str, ...]:
+    """The parameters these rows can tell anything about: no MoE efficiency from dense models, no
+    8-bit tensor-core efficiency without FP8/INT8 rows, no communication without tensor parallelism,
+    no per-request overhead without latency rows. The rest keep their values."""
+    from vazao.catalog.models import get_model
 
+    def moe(r) -> bool:
+        try:
+            return get_model(r.model).is_moe
+        except VazaoError:
+            return False
 
-def _calibration_at(profile: EngineProfile, version) -> Mapping | None:
-    cal = profile.calibration
-    if not cal:
-        return None
-    best = None
-    for v, entry in (cal.get("versions") or {}).items():
-        key = tuple(int(x) for x in str(v).split("."))
-        if version is not None and key <= tuple(version) and (best is None or key > best[0]):
-            best = (key, entry)
-    if best is not None:
-        return best[1]
-    if "residuals" in cal:
-        return cal
-    entries = sorted((tuple(int(x) for x in str(v).split(".")), e) for v, e in (cal.get("versions") or {}).items())
-    return entries[-1][1] if entries else None
-
-
-def band(profile: EngineProfile, regime: str, value: float, *, version=None, generation: str | None = None,
-         weight_format: str | None = None, model_family: str | None = None) -> tuple[float, float, str] | None:
-    """(low, high, note): the 80% band around `value` from the fit's residual quantiles of this regime
-    (all regimes pooled where it has too few rows), widened where the fit never saw this generation,
-    format or model family; None for an uncalibrated profile."""
-    cal = _calibration_at(profile, version)
-    if not cal:
-        return None
-    res = cal.get("residuals") or {}
-    r = res.get(regime) if (res.get(regime) or {}).get("n", 0) >= 10 else res.get("all")
-    if not r:
-        return None
-    lo, hi = r[BAND_QUANTILES[0]], r[BAND_QUANTILES[1]]
-    seen = cal.get("fitted_on") or {}
-    unseen = [what for what, have in (("generation", generation), ("format", weight_format),
-                                      ("model family", model_family))
-              if have and have not in (seen.get({"generation": "generations", "format": "formats",
-                                                  "model family": "model_families"}[what]) or ())]
-    note = ""
-    if unseen:
-        mid = (lo + hi) / 2
-        lo, hi = mid + (lo - mid) * WIDEN, mid + (hi - mid) * WIDEN
-        note = "widened: not fitted on this " + ", ".join(unseen)
-    return value * math.exp(lo), value * math.exp(hi), note
+    has = {
+        "moe_efficiency": any(moe(r) for r in rows),
+        "narrow_compute_efficiency": any(r.weights.lower() in ("fp8", "int8", "nvfp4", "fp4", "mxfp4", "w8a8")
+                                         for r in rows),
+        "comm_efficiency": any(r.tp > 1 for r in rows),
+        "request_overhead_s": any(r.metric in ("ttft_ms", "e2e_latency_ms") for r in rows),
+        "dequant_factor": any(r.weights.lower().startswith(("q", "int4", "awq", "gptq")) for r in rows),
+    }
+    return tuple(p for p in FIT_PARAMS if has.get(p, True))
 
 
 def calibrate_engine(rows, family: str, *, profile_path: str | None = None, workers: int = 1,
@@ -323,9 +311,12 @@ def calibrate_engine(rows, family: str, *, profile_path: str | None = None, work
     for version, sel in sorted(groups.items(), key=lambda kv: kv[0] or ()):
         start = base.at_version(version)
         simulated = any(r.condition.kind in ("rate", "concurrency") for r in sel)
-        fit = fit_family(sel, family, base_values={p: getattr(start, p) for p in FIT_PARAMS}, profile_path=profile_path,
+        params = relevant_params(sel)
+        fit = fit_family(sel, family, base_values={p: getattr(start, p) for p in params}, params=params,
+                         profile_path=profile_path,
                          workers=workers, progress=progress, min_version=version,
-                         sim_requests=100 if simulated else 150)
+                         sim_requests=100 if simulated else 150, steps=_STEPS[:2] if simulated else _STEPS,
+                         joint_iters=30 if simulated else 120)
         fits.append(fit)
     if len(fits) > 1 or fits[0].min_version is not None:
         newest = fits[-1]

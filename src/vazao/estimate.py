@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from vazao.bands import deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.memory import Fit, fit
 from vazao.physics.step import BatchShape, StepCost, step_cost
@@ -27,6 +28,9 @@ class EstimateRow:
     fits: bool  # the batch's KV cache fits next to the weights
     decode: StepCost
     prefill: StepCost
+    # 80% bands (low, high, note) from the engine profile's calibration; None when it has none
+    tokens_per_s_band: tuple | None = None
+    ttft_band: tuple | None = None
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -50,6 +54,7 @@ class Estimate:
     format_status: str
     format_reason: str
     offloaded: bool
+    max_load_band: tuple | None = None
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -213,8 +218,11 @@ def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> 
             fits=f.weights_fit and b <= per_replica_cap,
             decode=dec,
             prefill=pre,
+            tokens_per_s_band=deployment_band(dep, dec.bound, b / dec.time_s * dep.replicas),
+            ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s, latency=True),
         ))
-    mlt, max_batch = max_load_throughput(dep, input_tokens, output_tokens)
+    off = offline_point(dep, input_tokens, output_tokens)
+    mlt, max_batch = off.output_tokens_per_s, off.batch * off.engines
     return Estimate(
         deployment=dep.label(),
         input_tokens=input_tokens,
@@ -229,4 +237,5 @@ def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> 
         format_status=dep.support.status,
         format_reason=dep.support.reason,
         offloaded=f.offload_bytes_per_gpu > 0,
+        max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
     )

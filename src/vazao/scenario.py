@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from vazao import limits
+from vazao.catalog.formats import get_format
 from vazao.catalog.hardware import get_accelerator
 from vazao.catalog.models import load_model
 from vazao.inputs import number
 from vazao.physics.deployment import Deployment, make_deployment
+from vazao.physics.profiles import get_engine
 
 
 def default_format(acc) -> str:
@@ -21,17 +23,24 @@ def default_engine(acc, origin: str = "catalog") -> str:
     return "vllm"
 
 
+def load_profiles(path: str):
+    from vazao.calibrate import load_profiles as load
+
+    return load(path)
+
+
 def deployment_for(
     model: str,
     gpu: str,
     fmt: str | None = None,
-    kv: str = "fp16",
+    kv: str | None = None,
     count: int = 1,
     tp: int | None = None,
     pp: int = 1,
     engine: str | None = None,
     ideal: bool = False,
     strict: bool = True,
+    profile: str | None = None,
 ) -> Deployment:
     """The deployment a CLI command describes. A GGUF file brings its own format and exact weight
     bytes; a config.json with a quantization_config brings its format. Counts are checked (whole,
@@ -46,5 +55,8 @@ def deployment_for(
     exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
     if engine is None:
         engine = default_engine(acc, loaded.origin)
-    return make_deployment(loaded.arch, acc, chosen, kv, count=count, tp=tp, pp=pp, engine=engine,
+    eng = get_engine(engine, load_profiles(profile) if profile else None)
+    if kv is None:  # the engine's own KV dtype for this checkpoint format (TensorRT-LLM: FP8 for FP8)
+        kv = eng.kv_format_for(get_format(chosen).name)
+    return make_deployment(loaded.arch, acc, chosen, kv, count=count, tp=tp, pp=pp, engine=eng,
                            ideal=ideal, weights_bytes_override=exact, strict=strict)

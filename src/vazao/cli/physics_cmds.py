@@ -15,7 +15,9 @@ GPU = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, 
 COUNT = typer.Option(1, "--count", "-n", help="Number of accelerators.")
 FMT = typer.Option(None, "--format", "-f", help="Weight format (bf16, fp8, int4-awq, q4_k_m…); "
                    "default: the file's own, else bf16 (fp16 before Ampere).")
-KV = typer.Option("fp16", "--kv", help="KV-cache format (fp16, bf16, fp8, int8, q4).")
+KV = typer.Option(None, "--kv", help="KV-cache format (fp16, bf16, fp8, int8, q4); default: the engine's for "
+                  "the format (TensorRT-LLM runs FP8 KV for FP8 checkpoints, the others FP16).")
+PROFILE = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o).")
 TP = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp).")
 PP = typer.Option(1, "--pp", help="Pipeline-parallel stages.")
 ENGINE = typer.Option(None, "--engine", "-e",
@@ -49,12 +51,14 @@ def estimate_cmd(
     batch: str = typer.Option("1,8,32", "--batch", "-b", help="Comma-separated batch sizes."),
     input_tokens: int = typer.Option(1024, "--input", "-i", help="Prompt tokens."),
     output_tokens: int = typer.Option(256, "--output", "-o", help="Answer tokens."),
-    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
+    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, profile: str = PROFILE,
+    json_out: bool = JSON,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor."""
     check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
-    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
+                         profile=profile)
     est = estimate(dep, batches, input_tokens, output_tokens)
     if json_out:
         emit_json({"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp,

@@ -69,7 +69,8 @@ def simulate_cmd(
     gpu: str = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, a100-sxm-80gb…)."),
     count: int = typer.Option(1, "--count", "-n", help="Number of accelerators (replicas = count / (tp × pp))."),
     fmt: str = typer.Option(None, "--format", "-f", help="Weight format (default: the file's own, else bf16)."),
-    kv: str = typer.Option("fp16", "--kv", help="KV-cache format."),
+    kv: str = typer.Option(None, "--kv", help="KV-cache format (default: the engine's for the format)."),
+    profile: str = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp)."),
     pp: int = typer.Option(1, "--pp", help="Pipeline-parallel stages."),
     engine: str = typer.Option("vllm", "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive."),
@@ -124,7 +125,8 @@ def simulate_cmd(
                       duration_s=parse_duration(duration) if duration is not None else None,
                       rate=rates[0] if len(rates) == 1 else None,
                       concurrency=concs[0] if len(concs) == 1 else None)
-    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
+                         profile=profile)
     link = None
     if kv_link is not None:
         link = parse_bandwidth(kv_link)

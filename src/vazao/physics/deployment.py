@@ -136,6 +136,7 @@ def make_deployment(
         raise VazaoError("GPU count, tp and pp must be positive integers")
     if tp is None:
         tp = max(1, count // pp)
+    eng = eng.on_generation(acc.generation)
     if not eng.is_ideal and acc.vendor not in eng.vendors:
         raise VazaoError(f"engine {eng.name} does not run on {acc.vendor} hardware ({acc.name})")
     dep = Deployment(model=model, weight_format=f, kv_format=k, accelerator=acc, engine=eng,

@@ -24,10 +24,16 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "narrow_compute_efficiency": (0.05, 1.0),  # of compute_efficiency, on 8- and 4-bit tensor cores
     "moe_efficiency": (0.02, 1.0),  # of compute_efficiency, on grouped expert GEMMs
     "comm_efficiency": (0.02, 1.0),  # achieved share of the link bandwidth in all-reduce
-    "compute_ramp_tokens": (0.0, 8192.0),
+    "compute_ramp_tokens": (0.0, 8192.0),  # tokens in a GEMM at which it reaches half its efficiency
     # the streaming rate an engine's kernels saturate at whatever the memory (Little's law: bytes in flight
     # over latency); combined harmonically with memory_efficiency × peak. 0: no ceiling
-    "stream_ceiling_bytes_per_s": (0.0, 1e14),  # tokens in a GEMM at which it reaches half its efficiency
+    "stream_ceiling_bytes_per_s": (0.0, 1e14),
+    # the same for GEMMs: the FLOP/s an engine's kernels top out at on any GPU (tile shapes, no Hopper wgmma …)
+    "compute_ceiling_flops": (0.0, 1e17),
+    "attention_compute_efficiency": (0.02, 1.0),  # of compute_efficiency, on the attention score/value FLOPs
+    # weight-only unpacking work, as a multiple of the format's dequant FLOPs per weight (0: the kernels fuse it
+    # into integer dot products, as llama.cpp's CPU path does)
+    "dequant_factor": (0.0, 8.0),
     "step_overhead_s": (0.0, 0.2),
     "per_sequence_overhead_s": (0.0, 0.01),
     "request_overhead_s": (0.0, 2.0),  # HTTP, tokenization, detokenization: added to every TTFT
@@ -65,6 +71,9 @@ class EngineProfile:
     comm_efficiency: float = 1.0
     compute_ramp_tokens: float = 0.0
     stream_ceiling_bytes_per_s: float = 0.0
+    compute_ceiling_flops: float = 0.0
+    attention_compute_efficiency: float = 1.0
+    dequant_factor: float = 1.0
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
     # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)
@@ -77,6 +86,8 @@ class EngineProfile:
     pipeline_microbatches: bool = True  # pp stages each work on a different micro-batch (llama.cpp: no)
     kv_dtype: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"*": "fp16"}))
     versions: tuple[Mapping[str, Any], ...] = ()
+    # per hardware generation: {generation: {calibrated parameter: value}} (e.g. llama.cpp on CPUs)
+    generations: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     calibration: Mapping[str, Any] | None = None  # fit provenance and residual quantiles (vazao calibrate)
 
     def __post_init__(self) -> None:
@@ -120,7 +131,13 @@ class EngineProfile:
     def key(self) -> tuple:
         """A hashable identity of every setting that changes a prediction."""
         return tuple((f.name, getattr(self, f.name)) for f in fields(self)
-                     if f.name not in ("kv_dtype", "versions", "calibration", "description", "source", "vendors"))
+                     if f.name not in ("kv_dtype", "versions", "calibration", "description", "source", "vendors",
+                                       "generations"))
+
+    def on_generation(self, generation: str) -> EngineProfile:
+        """The profile on one hardware generation: its overrides, if the profile has any."""
+        over = self.generations.get(generation)
+        return replace(self, **over) if over else self
 
     def with_values(self, **values: float) -> EngineProfile:
         return replace(self, **values)
@@ -132,7 +149,7 @@ class EngineProfile:
             per_sequence_overhead_s=0.0, allreduce_latency_s=0.0, gpu_memory_utilization=1.0,
             reserved_bytes=0.0, activation_workspace=False, attention_efficiency=1.0,
             narrow_compute_efficiency=1.0, moe_efficiency=1.0, comm_efficiency=1.0, compute_ramp_tokens=0.0,
-            stream_ceiling_bytes_per_s=0.0,
+            stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             request_overhead_s=0.0, memory_basis="total",
         )
 
@@ -143,6 +160,8 @@ _VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reser
 
 
 def _version(text: Any, where: str) -> tuple[int, ...]:
+    if isinstance(text, tuple) and all(isinstance(x, int) for x in text):
+        return text
     parts = str(text).strip().lstrip("v").split(".")
     if not all(p.isdigit() for p in parts) or len(parts) > 4:
         raise VazaoError(f"{where}: a version is numbers joined by dots, e.g. 0.17, got {str(text)[:30]!r}")
@@ -182,6 +201,14 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
                 raise VazaoError(f"{where}: engine {name}: versions[{i}]: unknown or fixed key {str(k)[:40]!r}")
         versions.append(MappingProxyType(out))
     e["versions"] = tuple(versions)
+    gens = e.get("generations") or {}
+    if not isinstance(gens, Mapping):
+        raise VazaoError(f"{where}: engine {name}: generations maps a hardware generation to overrides")
+    for g, over in gens.items():
+        if not isinstance(over, Mapping) or any(k not in CALIBRATED for k in over):
+            bad = next((k for k in (over if isinstance(over, Mapping) else {"?": 0}) if k not in CALIBRATED), "?")
+            raise VazaoError(f"{where}: engine {name}: generations.{g}: unknown or fixed key {str(bad)[:40]!r}")
+    e["generations"] = MappingProxyType({str(g): MappingProxyType(dict(o)) for g, o in gens.items()})
     for k, v in e.items():
         if k in CALIBRATED and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise VazaoError(f"{where}: engine {name}: {k} must be a number, got {v!r}")
@@ -189,6 +216,8 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
         prof = EngineProfile(name=name, **e)
     except TypeError as exc:
         raise VazaoError(f"{where}: engine {name}: {exc}") from None
+    for g in prof.generations:
+        prof.on_generation(g)  # raises on an out-of-range value
     for entry in prof.versions:  # every release's values are in range too
         try:
             prof.at_version(entry["min_version"])
@@ -200,7 +229,9 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
 @cache
 def engines() -> Mapping[str, EngineProfile]:
     raw = load_yaml("engines.yaml")["engines"]
-    return MappingProxyType({name: profile_from_dict(name, e, "engines.yaml") for name, e in raw.items()})
+    fitted = load_yaml("calibration.yaml")["engines"]  # vazao calibrate's output, over the first guesses
+    return MappingProxyType({name: profile_from_dict(name, {**e, **(fitted.get(name) or {})}, "engines.yaml")
+                             for name, e in raw.items()})
 
 
 def engine_key(name: str) -> str:

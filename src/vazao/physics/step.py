@@ -160,7 +160,7 @@ class StepConstants:
     or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
-                 "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens",
+                 "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor", "attn_eff",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "offload_s")
 
@@ -181,8 +181,12 @@ class StepConstants:
         narrow_f = np.where(narrow, eng.narrow_compute_efficiency, 1.0) if isinstance(narrow, np.ndarray) else (
             eng.narrow_compute_efficiency if narrow else 1.0)
         self.matmul_eff = eng.compute_efficiency * narrow_f
+        if eng.compute_ceiling_flops:  # achieved = 1 / (1 / (peak × eff) + 1 / ceiling), as a share of the peak
+            self.matmul_eff = 1.0 / (1.0 / self.matmul_eff + matmul_peak / eng.compute_ceiling_flops)
+        self.attn_eff = eng.compute_efficiency * eng.attention_compute_efficiency
         self.expert_eff = self.matmul_eff * eng.moe_efficiency
         self.ramp_tokens = eng.compute_ramp_tokens
+        self.dequant_factor = eng.dequant_factor
         link = link * eng.comm_efficiency
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / link) if tp > 1 else 0.0
         self.allreduce_latency_s = eng.allreduce_latency_s
@@ -265,8 +269,8 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     s = c.shard
     ramp = c.ramp_tokens
     dense_eff = c.matmul_eff * (w.new_tokens / (w.new_tokens + ramp) if ramp else 1.0)
-    compute_s = w.matmul_flops / (c.matmul_peak * dense_eff) + (
-        w.attn_flops / c.attn_peak + w.dequant_flops / c.dequant_peak) / c.compute_eff
+    compute_s = (w.matmul_flops / (c.matmul_peak * dense_eff) + w.attn_flops / (c.attn_peak * c.attn_eff)
+                 + w.dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff)
     if w.expert_flops:
         expert_eff = c.expert_eff * (w.expert_tokens / (w.expert_tokens + ramp) if ramp else 1.0)
         compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)

@@ -71,6 +71,11 @@ def fit_lines(label: str, f) -> list[str]:
     return lines
 
 
+def with_band(text: str, band, fmt) -> str:
+    """'2.41k (2.15k–2.69k)': a figure and its 80% band, when the profile is calibrated."""
+    return f"{text} ({fmt(band[0])}–{fmt(band[1])})" if band else text
+
+
 def estimate_table(est) -> Table:
     t = Table(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
               title_justify="left")
@@ -79,7 +84,8 @@ def estimate_table(est) -> Table:
         t.add_column(col, justify="right")
     for r in est.rows:
         t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
-                  fmt_rate(r.tokens_per_s_total), fmt_seconds(r.ttft_s), fmt_seconds(r.e2e_s),
+                  with_band(fmt_rate(r.tokens_per_s_total), r.tokens_per_s_band, fmt_rate),
+                  with_band(fmt_seconds(r.ttft_s), r.ttft_band, fmt_seconds), fmt_seconds(r.e2e_s),
                   r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]")
     return t
 
@@ -91,8 +97,17 @@ def estimate_footer(est) -> list[str]:
         f"latency floor      {fmt_seconds(est.latency_floor_s)} per token "
         f"({fmt_rate(1 / est.latency_floor_s)} tok/s)",
         f"compute-bound from batch {cross} at this context; {cross0} with an empty cache",
-        f"max load           {fmt_rate(est.max_load_tokens_per_s)} output tok/s at batch {est.max_batch:,}",
+        f"max load           {with_band(fmt_rate(est.max_load_tokens_per_s), est.max_load_band, fmt_rate)} "
+        f"output tok/s at batch {est.max_batch:,}",
     ]
+    bands = [b for r in est.rows for b in (r.tokens_per_s_band, r.ttft_band) if b] + (
+        [est.max_load_band] if est.max_load_band else [])
+    if bands:
+        notes = sorted({b[2] for b in bands if b[2]})
+        lines.append("(low–high): the 80% band from the engine profile's calibration residuals"
+                     + (f"; [yellow]{'; '.join(notes)}[/] (band widened)" if notes else ""))
+    else:
+        lines.append("no band: this engine profile is not calibrated (vazao calibrate)")
     if est.format_status != "native":
         lines.append(f"[yellow]format {est.format_status}[/]: {est.format_reason}")
     if est.offloaded:

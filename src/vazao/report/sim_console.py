@@ -50,6 +50,12 @@ def result_lines(r, slo) -> list[str]:
         f"served {r.cache_hit_share:.1%}",
         f"simulated in       {fmt_seconds(r.wall_s)} ({fmt_rate(r.simulated_requests_per_s)} requests/s)",
     ]
+    if r.bands:
+        shown = {"output_tokens_per_s": ("output tok/s", fmt_rate), "ttft_p95_s": ("TTFT p95", fmt_seconds),
+                 "itl_p95_s": ("ITL p95", fmt_seconds), "tpot_p50_s": ("TPOT p50", fmt_seconds)}
+        parts = [f"{shown[k][0]} {shown[k][1](b[0])}–{shown[k][1](b[1])}" for k, b in r.bands.items()]
+        notes = sorted({b[2] for b in r.bands.values() if b[2]})
+        lines.append("80% band           " + " · ".join(parts) + (f" ([yellow]{'; '.join(notes)}[/])" if notes else ""))
     lines += [f"[yellow]warning:[/] {w}" for w in r.warnings]
     return lines
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from vazao import limits
+from vazao.bands import deployment_band
 from vazao.errors import VazaoError
 from vazao.estimate import microbatches
 from vazao.physics.memory import fit
@@ -47,6 +48,8 @@ class SimResult:
     warnings: tuple[str, ...]
     wall_s: float
     kv_blocks_in_use_at_end: int = 0  # a self-check: every finished request gave its blocks back
+    # 80% bands (low, high, note) of the headline figures from the engine profile's calibration
+    bands: dict | None = None
     _stats: Stats | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -71,6 +74,7 @@ class SimResult:
             "block_size": self.block_size, "kv_capacity_tokens": self.kv_capacity_tokens,
             "timeline": [p.to_json() for p in self.timeline], "warnings": list(self.warnings),
             "wall_s": self.wall_s, "kv_blocks_in_use_at_end": self.kv_blocks_in_use_at_end,
+            "bands": self.bands,
         }
 
 
@@ -171,6 +175,12 @@ def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO 
     if stats.preemptions:
         warnings.append(f"{stats.preemptions:,} preemptions: the KV cache ran out and requests were recomputed")
     summary = stats.summary(slo)
+    regime = "queueing" if workload.arrival.kind == "burst" else "serving"
+    figures = {"output_tokens_per_s": (summary.output_tokens_per_s, False),
+               "ttft_p95_s": (summary.ttft_s.p95, True), "itl_p95_s": (summary.itl_s.p95, True),
+               "tpot_p50_s": (summary.tpot_s.p50, True)}
+    bands = {k: deployment_band(dep, regime, v, latency=lat) for k, (v, lat) in figures.items() if v}
+    bands = {k: v for k, v in bands.items() if v} or None
     prompt_tokens = sum(p for i, p in enumerate(stats.r_prompt) if i not in stats.r_error)
     return SimResult(
         summary=summary,
@@ -194,6 +204,7 @@ def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO 
         warnings=tuple(warnings),
         wall_s=wall,
         kv_blocks_in_use_at_end=sum(e.pool.num_used for e in first + second),
+        bands=bands,
         _stats=stats,
     )
 

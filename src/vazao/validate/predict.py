@@ -130,7 +130,9 @@ def _simulated(row: MeasuredRow, dep, kv: str, requests: int = SIM_REQUESTS) -> 
         value = v * 1e3
     else:
         value = _from_throughput(row, s.output_tokens_per_s)
-    return Prediction(value, "queueing", f"simulated {completed} requests, mean batch {mean_batch:.0f}", kv)
+    # all requests at once is queueing; an offered rate or a closed loop below saturation is serving
+    regime = "queueing" if math.isinf(row.condition.value) else "serving"
+    return Prediction(value, regime, f"simulated {completed} requests, mean batch {mean_batch:.0f}", kv)
 
 
 def _simulate(row: MeasuredRow, dep, requests: int) -> tuple:

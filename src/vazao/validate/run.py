@@ -105,7 +105,7 @@ def predict_one(row: MeasuredRow, profile_path: str | None, overrides_key: tuple
         return RowResult(row, skipped=" ".join(str(exc).split())[:300])
     if not (p.value > 0 and math.isfinite(p.value)):
         return RowResult(row, skipped=f"predicted a non-positive or infinite value ({p.detail})")
-    from vazao.calibrate import band, band_key
+    from vazao.bands import band, band_key
     from vazao.physics.profiles import get_engine
 
     prof = get_engine(row.family, _profiles(profile_path, overrides_key))

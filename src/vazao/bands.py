@@ -1,0 +1,71 @@
+"""Error bands: the 80% band of a prediction, from the residual quantiles a calibration stored in its
+engine profile (vazao calibrate), per regime, latencies apart from speeds; widened, and said so,
+where the profile was never fitted on the GPU generation, format or model family asked about."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from vazao.physics.profiles import EngineProfile
+
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
+
+
+def band_key(regime: str, metric: str) -> str:
+    """Residuals are kept per regime, latencies apart from speeds (they err in opposite directions)."""
+    return f"{regime} latency" if metric in LATENCY_METRICS else regime
+
+
+BAND_QUANTILES = ("q10", "q90")  # an 80% band
+WIDEN = 1.5  # log-width multiplier where the profile was not fitted on this generation, format or family
+
+
+def _calibration_at(profile: EngineProfile, version) -> Mapping | None:
+    cal = profile.calibration
+    if not cal:
+        return None
+    best = None
+    for v, entry in (cal.get("versions") or {}).items():
+        key = tuple(int(x) for x in str(v).split("."))
+        if version is not None and key <= tuple(version) and (best is None or key > best[0]):
+            best = (key, entry)
+    if best is not None:
+        return best[1]
+    if "residuals" in cal:
+        return cal
+    entries = sorted((tuple(int(x) for x in str(v).split(".")), e) for v, e in (cal.get("versions") or {}).items())
+    return entries[-1][1] if entries else None
+
+
+def band(profile: EngineProfile, regime: str, value: float, *, version=None, generation: str | None = None,
+         weight_format: str | None = None, model_family: str | None = None) -> tuple[float, float, str] | None:
+    """(low, high, note): the 80% band around `value` from the fit's residual quantiles of this regime
+    (all regimes pooled where it has too few rows), widened where the fit never saw this generation,
+    format or model family; None for an uncalibrated profile."""
+    cal = _calibration_at(profile, version)
+    if not cal:
+        return None
+    res = cal.get("residuals") or {}
+    r = res.get(regime) if (res.get(regime) or {}).get("n", 0) >= 10 else res.get("all")
+    if not r:
+        return None
+    lo, hi = r[BAND_QUANTILES[0]], r[BAND_QUANTILES[1]]
+    seen = cal.get("fitted_on") or {}
+    unseen = [what for what, have in (("generation", generation), ("format", weight_format),
+                                      ("model family", model_family))
+              if have and have not in (seen.get({"generation": "generations", "format": "formats",
+                                                  "model family": "model_families"}[what]) or ())]
+    note = ""
+    if unseen:
+        mid = (lo + hi) / 2
+        lo, hi = mid + (lo - mid) * WIDEN, mid + (hi - mid) * WIDEN
+        note = "widened: not fitted on this " + ", ".join(unseen)
+    return value * math.exp(lo), value * math.exp(hi), note
+
+
+def deployment_band(dep, regime: str, value: float, *, latency: bool = False) -> tuple[float, float, str] | None:
+    """band() for a prediction about a Deployment (its engine's calibration, generation, format, family)."""
+    key = f"{regime} latency" if latency else regime
+    return band(dep.engine, key, value, generation=dep.accelerator.generation,
+                weight_format=dep.weight_format.name, model_family=dep.model.family)
