@@ -19,8 +19,9 @@ import pytest
 
 pytestmark = pytest.mark.llama_server
 
-WORDS = ("river stone cloud window garden yellow seven market letter quiet mountain winter bread "
-         "silver engine paper music orange forest candle bridge ocean pencil").split()
+WORDS = ("river", "stone", "cloud", "window", "garden", "yellow", "seven", "market", "letter", "quiet",
+         "mountain", "winter", "bread", "silver", "engine", "paper", "music", "orange", "forest", "candle",
+         "bridge", "ocean", "pencil")
 
 
 def _stream(url: str, prompt: str, max_tokens: int) -> tuple[float, list[float]]:

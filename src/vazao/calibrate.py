@@ -43,12 +43,11 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
 # ---- fitting -----------------------------------------------------------------------------------------
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "comm_efficiency", "compute_ramp_tokens", "stream_ceiling_bytes_per_s",
-              "compute_ceiling_flops", "attention_compute_efficiency",
+              "compute_ceiling_flops", "attention_compute_efficiency", "pipeline_bubble",
               "dequant_factor", "step_overhead_s", "request_overhead_s")
 # a parameter at 0 is searched from this value up (multiplicative steps cannot leave 0)
-_FLOOR = {"compute_ramp_tokens": 16.0, "stream_ceiling_bytes_per_s": 5e12, "compute_ceiling_flops": 4e14,
-          "step_overhead_s": 1e-4,
-          "dequant_factor": 0.05,
+_FLOOR = {"compute_ramp_tokens": 16.0, "pipeline_bubble": 0.05, "stream_ceiling_bytes_per_s": 5e12,
+          "compute_ceiling_flops": 4e14, "step_overhead_s": 1e-4, "dequant_factor": 0.05,
           "request_overhead_s": 1e-3, "per_sequence_overhead_s": 1e-7}
 # searched as their inverse (scale / value): 1 means a 1 TB/s or 1 PFLOP/s ceiling
 _INVERSE = {"stream_ceiling_bytes_per_s": 1e12, "compute_ceiling_flops": 1e15}
@@ -274,6 +273,13 @@ def profile_document(fits: list[EngineFit], source: str) -> dict:
     return {"engines": doc}
 
 
+def get_engine_flag(rows) -> bool:
+    """Whether these rows' engine pipelines micro-batches (a bubble means nothing otherwise)."""
+    from vazao.physics.profiles import get_engine
+
+    return any(get_engine(r.family).pipeline_microbatches for r in rows[:1])
+
+
 def relevant_params(rows) -> tuple[str, ...]:
     """The parameters these rows can tell anything about: no MoE efficiency from dense models, no
     8-bit tensor-core efficiency without FP8/INT8 rows, no communication without tensor parallelism,
@@ -291,6 +297,7 @@ def relevant_params(rows) -> tuple[str, ...]:
         "narrow_compute_efficiency": any(r.weights.lower() in ("fp8", "int8", "nvfp4", "fp4", "mxfp4", "w8a8")
                                          for r in rows),
         "comm_efficiency": any(r.tp > 1 for r in rows),
+        "pipeline_bubble": any(r.pp > 1 for r in rows) and get_engine_flag(rows),
         "request_overhead_s": any(r.metric in ("ttft_ms", "e2e_latency_ms") for r in rows),
         "dequant_factor": any(r.weights.lower().startswith(("q", "int4", "awq", "gptq")) for r in rows),
     }

@@ -30,7 +30,10 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "stream_ceiling_bytes_per_s": (0.0, 1e14),
     # the same for GEMMs: the FLOP/s an engine's kernels top out at on any GPU (tile shapes, no Hopper wgmma …)
     "compute_ceiling_flops": (0.0, 1e17),
-    "attention_compute_efficiency": (0.02, 1.0),  # of compute_efficiency, on the attention score/value FLOPs
+    "attention_compute_efficiency": (0.02, 1.0),
+    # pipelined micro-batches: stages idle this share of a stage's time per extra stage (imbalance, hand-off
+    # waits): a micro-batch step costs (1 + bubble × (pp − 1) / pp) of its work
+    "pipeline_bubble": (0.0, 4.0),  # of compute_efficiency, on the attention score/value FLOPs
     # weight-only unpacking work, as a multiple of the format's dequant FLOPs per weight (0: the kernels fuse it
     # into integer dot products, as llama.cpp's CPU path does)
     "dequant_factor": (0.0, 8.0),
@@ -73,6 +76,7 @@ class EngineProfile:
     stream_ceiling_bytes_per_s: float = 0.0
     compute_ceiling_flops: float = 0.0
     attention_compute_efficiency: float = 1.0
+    pipeline_bubble: float = 0.0
     dequant_factor: float = 1.0
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
@@ -150,6 +154,7 @@ class EngineProfile:
             reserved_bytes=0.0, activation_workspace=False, attention_efficiency=1.0,
             narrow_compute_efficiency=1.0, moe_efficiency=1.0, comm_efficiency=1.0, compute_ramp_tokens=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
+            pipeline_bubble=0.0,
             request_overhead_s=0.0, memory_basis="total",
         )
 

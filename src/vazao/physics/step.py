@@ -161,6 +161,7 @@ class StepConstants:
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
                  "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor", "attn_eff",
+                 "bubble",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "offload_s")
 
@@ -184,6 +185,7 @@ class StepConstants:
         if eng.compute_ceiling_flops:  # achieved = 1 / (1 / (peak × eff) + 1 / ceiling), as a share of the peak
             self.matmul_eff = 1.0 / (1.0 / self.matmul_eff + matmul_peak / eng.compute_ceiling_flops)
         self.attn_eff = eng.compute_efficiency * eng.attention_compute_efficiency
+        self.bubble = eng.pipeline_bubble * (pp - 1) / pp if (pp > 1 and eng.pipeline_microbatches) else 0.0
         self.expert_eff = self.matmul_eff * eng.moe_efficiency
         self.ramp_tokens = eng.compute_ramp_tokens
         self.dequant_factor = eng.dequant_factor
@@ -279,7 +281,10 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
               + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
     overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
-    return compute_s, memory_s, comm_s, overhead_s, _max2(compute_s, memory_s) + comm_s + overhead_s
+    work_s = _max2(compute_s, memory_s)
+    if c.bubble:
+        comm_s = comm_s + work_s * c.bubble
+    return compute_s, memory_s, comm_s, overhead_s, work_s + comm_s + overhead_s
 
 
 def step_cost(dep, shape: BatchShape) -> StepCost:
