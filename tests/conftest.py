@@ -158,10 +158,13 @@ def llama_server(gemma_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
     # By default a new request cancels the one streaming: a benchmark needs it off. One thread: with
     # two, llama.cpp's OpenMP threads spin-wait for each other, and on a loaded 2-core machine a
-    # token took 600 ms instead of 25 (measured); one thread keeps the suite's time bounded.
+    # token took 600 ms instead of 25 (measured); one thread keeps the suite's time bounded. Prompts too
+    # (--n_threads_batch, default every core): with two, a 121-token prompt's TTFT on the loaded machine
+    # went from 0.9 s to 2-8 s.
     proc = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_gguf), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", "1", "--interrupt_requests", "False", "--n_ctx", "2048"],
+         "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--interrupt_requests", "False",
+         "--n_ctx", "2048"],
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     server = LlamaServer(url, log_path, proc)

@@ -21,21 +21,21 @@ BAND_QUANTILES = ("q10", "q90")  # an 80% band
 WIDEN = 1.5  # log-width multiplier where the profile was not fitted on this generation, format or family
 
 
-def _calibration_at(profile: EngineProfile, version) -> Mapping | None:
+def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bool]:
+    """(the calibration of this engine release, whether the release was fitted): the release's own
+    entry when it was, else the base one (the newest release's), as at_version resolves values."""
     cal = profile.calibration
     if not cal:
-        return None
-    best = None
-    for v, entry in (cal.get("versions") or {}).items():
-        key = tuple(int(x) for x in str(v).split("."))
-        if version is not None and key <= tuple(version) and (best is None or key > best[0]):
-            best = (key, entry)
-    if best is not None:
-        return best[1]
+        return None, False
+    releases = cal.get("versions") or {}
+    if version is not None:
+        for v, entry in releases.items():
+            key = tuple(int(x) for x in str(v).split("."))
+            if tuple(version[:len(key)]) == key:
+                return entry, True
     if "residuals" in cal:
-        return cal
-    entries = sorted((tuple(int(x) for x in str(v).split(".")), e) for v, e in (cal.get("versions") or {}).items())
-    return entries[-1][1] if entries else None
+        return cal, version is None or not releases
+    return None, False
 
 
 def band(profile: EngineProfile, regime: str, value: float, *, version=None, generation: str | None = None,
@@ -43,7 +43,7 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
     """(low, high, note): the 80% band around `value` from the fit's residual quantiles of this regime
     (all regimes pooled where it has too few rows), widened where the fit never saw this generation,
     format or model family; None for an uncalibrated profile."""
-    cal = _calibration_at(profile, version)
+    cal, fitted_release = _calibration_at(profile, version)
     if not cal:
         return None
     res = cal.get("residuals") or {}
@@ -56,6 +56,8 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
                                       ("model family", model_family))
               if have and have not in (seen.get({"generation": "generations", "format": "formats",
                                                   "model family": "model_families"}[what]) or ())]
+    if not fitted_release:
+        unseen.append("engine release")
     note = ""
     if unseen:
         mid = (lo + hi) / 2

@@ -267,7 +267,9 @@ def profile_document(fits: list[EngineFit], source: str) -> dict:
             e.update(vals)
             e["calibration"] = f.calibration(source)
         else:
-            entry = {"min_version": ".".join(map(str, f.min_version)), **vals}
+            # the release itself (every patch of it); a release the rows never named gets the base values
+            entry = {"min_version": ".".join(map(str, f.min_version)),
+                     "max_version": ".".join(map(str, f.min_version)) + ".9999", **vals}
             e.setdefault("versions", []).append(entry)
             e.setdefault("calibration", {}).setdefault("versions", {})[entry["min_version"]] = f.calibration(source)
     return {"engines": doc}
