@@ -75,7 +75,7 @@ def test_local_config_json(tmp_path):
     (["fit", "llama-3.1-70b", "--gpu", "h100", "--count", "-1"], "count"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--batch", "0,8"], "batch"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--input", "0"], "input"),
-    (["estimate", "llama-3.1-8b", "--gpu", "rtx-3060", "--format", "nvfp4"], "FP4"),
+    (["estimate", "llama-3.1-8b", "--gpu", "v100", "--format", "nvfp4"], "NVFP4"),
 ])
 def test_bad_input_exit_2_one_line(args, needle):
     res = runner.invoke(app, args)
