@@ -2,8 +2,8 @@
 `--gpu local` beside what the real llama.cpp server (one thread, tests/conftest.py) does here.
 
 The llama.cpp profile's `cpu-generic` values (engines.yaml) were measured on this project's build
-machine (AMD EPYC Zen 4, 2 cores): 20.5–21.7 ms/token and TTFT 0.25 s for a 128-token prompt. The
-host is probed right after the measurement, so a busy machine is slower in both."""
+machine (AMD EPYC Zen 4, 2 cores, quiet): 21.8–27.6 ms/token, and a 121-token prompt 0.79 s past a
+4-word prompt's TTFT. The host is probed right after the measurement, so a busy machine is slower in both."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def _predict(gemma_gguf, n_prompt: int) -> dict:
 
 def test_llama_cpp_decode_and_prefill_on_this_host_match_the_prediction(llama_server, gemma_gguf):
     """Decode: the inter-token latency. Prefill: TTFT of a 121-token prompt less TTFT of a 4-word one,
-    both through the server in the same minute, so the Python server's own per-request work (0.38 s on
-    the quiet machine, twice that on a loaded one) cancels and what is compared is the host's prefill."""
+    both through the server in the same minute, so the Python server's own per-request work (which
+    grows on a loaded machine) cancels and what is compared is the host's prefill."""
     rng = random.Random(7)
     ttfts, shorts, itls = [], [], []
     for _ in range(5):  # fresh prompts each time: the server's prompt cache would hide the prefill
