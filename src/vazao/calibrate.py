@@ -223,7 +223,10 @@ def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progre
 
     weights = _row_weights(rows)
     x0 = np.log(np.array([inner(n, values[n]) for n in names]) + floor + 1e-12)
-    simplex = [x0] + [x0 + np.eye(len(names))[i] * 0.15 for i in range(len(names))]
+    # a ceiling at "none" starts its edge of the simplex at a ceiling that matters (u = 0.2: 5 TB/s, 5 PFLOP/s)
+    steps = [max(0.15, float(np.log((0.2 + floor[i]) / (np.exp(x0[i])))))
+             if names[i] in _INVERSE and np.exp(x0[i]) - floor[i] < 0.05 else 0.15 for i in range(len(names))]
+    simplex = [x0] + [x0 + np.eye(len(names))[i] * steps[i] for i in range(len(names))]
     fs = [best] + [f(x) for x in simplex[1:]]
     try:
         for it in range(iters):
