@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from vazao.calibrate import band, load_profiles
+from vazao.bands import band
+from vazao.calibrate import load_profiles
 from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
 from vazao.estimate import offline_point, trtllm_bench_limits

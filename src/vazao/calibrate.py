@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -11,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from vazao import inputs
-from vazao.bands import band, band_key  # noqa: F401  (re-exported)
+from vazao.bands import band_key
 from vazao.errors import VazaoError
 from vazao.physics.profiles import CALIBRATED, EngineProfile, engines, profile_from_dict
 
@@ -27,8 +29,6 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
     for name, e in data["engines"].items():
         base = {}
         if name in shipped:
-            import dataclasses
-
             base = {f.name: getattr(shipped[name], f.name) for f in dataclasses.fields(EngineProfile)
                     if f.name != "name"}
             base["versions"] = [dict(v) for v in base["versions"]]
@@ -82,7 +82,8 @@ class EngineFit:
     fitted_on: Mapping[str, tuple[str, ...]]  # generations, formats, model families seen
 
     def calibration(self, source: str) -> dict:
-        return {"source": source, "rows": self.rows, "loss": round(self.loss, 6),
+        return {"source": source, "as_of": dt.date.today().isoformat(), "rows": self.rows,
+                "loss": round(self.loss, 6),
                 "median_ape": self.median_ape,
                 "residuals": {k: v.to_json() for k, v in self.residuals.items()},
                 "fitted_on": {k: list(v) for k, v in self.fitted_on.items()}}
@@ -278,18 +279,12 @@ def profile_document(fits: list[EngineFit], source: str) -> dict:
     return {"engines": doc}
 
 
-def get_engine_flag(rows) -> bool:
-    """Whether these rows' engine pipelines micro-batches (a bubble means nothing otherwise)."""
-    from vazao.physics.profiles import get_engine
-
-    return any(get_engine(r.family).pipeline_microbatches for r in rows[:1])
-
-
 def relevant_params(rows) -> tuple[str, ...]:
     """The parameters these rows can tell anything about: no MoE efficiency from dense models, no
     8-bit tensor-core efficiency without FP8/INT8 rows, no communication without tensor parallelism,
     no per-request overhead without latency rows. The rest keep their values."""
     from vazao.catalog.models import get_model
+    from vazao.physics.profiles import get_engine
 
     def moe(r) -> bool:
         try:
@@ -302,7 +297,8 @@ def relevant_params(rows) -> tuple[str, ...]:
         "narrow_compute_efficiency": any(r.weights.lower() in ("fp8", "int8", "nvfp4", "fp4", "mxfp4", "w8a8")
                                          for r in rows),
         "comm_efficiency": any(r.tp > 1 for r in rows),
-        "pipeline_bubble": any(r.pp > 1 for r in rows) and get_engine_flag(rows),
+        # a bubble means something only where the engine pipelines micro-batches
+        "pipeline_bubble": any(r.pp > 1 for r in rows) and get_engine(rows[0].family).pipeline_microbatches,
         "request_overhead_s": any(r.metric in ("ttft_ms", "e2e_latency_ms") for r in rows),
         "dequant_factor": any(r.weights.lower().startswith(("q", "int4", "awq", "gptq")) for r in rows),
     }

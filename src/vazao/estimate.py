@@ -111,19 +111,16 @@ def trtllm_bench_limits(kv_requests: float, input_tokens: int, output_tokens: in
     to 32/128/256; tokens = batch × (1 + in/out), capped at 32768, at least 2048."""
     raw_bs = min(kv_requests, 4096) / pp
     raw_tok = min(raw_bs * (1 + input_tokens / output_tokens), 32768)
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tok < 4096:
-        tok = max(2048, 256 * math.ceil(raw_tok / 256))
-    elif raw_tok < 8192:
-        tok = 512 * math.ceil(raw_tok / 512)
-    else:
-        tok = 1024 * math.ceil(raw_tok / 1024)
-    return bs, tok
+    return _ladder(raw_bs, 64, ((256, 32), (1024, 128)), 256), _ladder(raw_tok, 2048, ((4096, 256), (8192, 512)), 1024)
+
+
+def _ladder(value: float, floor: int, steps: tuple[tuple[int, int], ...], last: int) -> int:
+    """Round up to the step of the first band `value` is below (the first band also has a floor)."""
+    for i, (below, step) in enumerate(steps):
+        if value < below:
+            up = step * math.ceil(value / step)
+            return max(floor, up) if i == 0 else up
+    return last * math.ceil(value / last)
 
 
 def microbatches(dep) -> int:

@@ -36,6 +36,18 @@ def _check_profile(profile: Path | None) -> str | None:
     return str(profile)
 
 
+def _check_workers(workers: int | None) -> None:
+    if workers is not None:
+        inputs.number(workers, "--workers", minimum=1, maximum=256, integer=True)
+
+
+def _family(engine: str) -> str:
+    """The engine profile's name; an unknown one is one line with the closest names."""
+    from vazao.physics.profiles import get_engine
+
+    return get_engine(engine).name
+
+
 @app.command("validate")
 def validate_cmd(
     measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv"),
@@ -51,14 +63,12 @@ def validate_cmd(
     from vazao.validate import predict_rows, read_rows, summarize
 
     path = _check_profile(profile)
-    if workers is not None:
-        inputs.number(workers, "--workers", minimum=1, maximum=256, integer=True)
+    _check_workers(workers)
     inputs.number(worst, "--worst", minimum=0, maximum=10_000, integer=True)
+    fam = _family(engine) if engine else None
     rows, problems = read_rows(measurements)
-    if engine:
-        from vazao.physics.profiles import engine_key
-
-        rows = [r for r in rows if r.family == engine_key(engine)]
+    if fam:
+        rows = [r for r in rows if r.family == fam]
     results = predict_rows(rows, profile_path=path, workers=workers, progress=_progress(sys.stderr.isatty()))
     rep = summarize(results, problems)
     if json_out:
@@ -83,13 +93,13 @@ def calibrate_cmd(
     import os
 
     from vazao.calibrate import calibrate_engine
-    from vazao.physics.profiles import engine_key
     from vazao.validate import read_rows
 
     path = _check_profile(profile)
+    _check_workers(workers)
+    fam = _family(engine)
     inputs.output_file(output, "profile file", force=force)
     rows, problems = read_rows(measurements)
-    fam = engine_key(engine)
     rows = [r for r in rows if r.family == fam]
     if not rows:
         raise VazaoError(f"{measurements}: no rows of engine {engine}")

@@ -210,9 +210,11 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
     if not isinstance(gens, Mapping):
         raise VazaoError(f"{where}: engine {name}: generations maps a hardware generation to overrides")
     for g, over in gens.items():
-        if not isinstance(over, Mapping) or any(k not in CALIBRATED for k in over):
-            bad = next((k for k in (over if isinstance(over, Mapping) else {"?": 0}) if k not in CALIBRATED), "?")
-            raise VazaoError(f"{where}: engine {name}: generations.{g}: unknown or fixed key {str(bad)[:40]!r}")
+        if not isinstance(over, Mapping):
+            raise VazaoError(f"{where}: engine {name}: generations.{g}: expected a mapping of overrides")
+        for k in over:
+            if k not in CALIBRATED:
+                raise VazaoError(f"{where}: engine {name}: generations.{g}: unknown or fixed key {str(k)[:40]!r}")
     e["generations"] = MappingProxyType({str(g): MappingProxyType(dict(o)) for g, o in gens.items()})
     for k, v in e.items():
         if k in CALIBRATED and (isinstance(v, bool) or not isinstance(v, (int, float))):

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vazao import inputs
-from vazao.bands import LATENCY_METRICS  # noqa: F401  (the metrics that are latencies)
 from vazao.errors import VazaoError
 
 COLUMNS = ("id", "engine", "model", "precision_weights", "gpu", "gpu_count", "tp", "pp", "input_len",
