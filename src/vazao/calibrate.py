@@ -43,7 +43,7 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
 # ---- fitting -----------------------------------------------------------------------------------------
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "comm_efficiency", "compute_ramp_tokens", "stream_ceiling_bytes_per_s",
-              "compute_ceiling_flops", "attention_compute_efficiency", "pipeline_bubble",
+              "compute_ceiling_flops", "attention_compute_efficiency", "roofline_overlap", "pipeline_bubble",
               "dequant_factor", "step_overhead_s", "request_overhead_s")
 # a parameter at 0 is searched from this value up (multiplicative steps cannot leave 0)
 _FLOOR = {"compute_ramp_tokens": 16.0, "pipeline_bubble": 0.05, "stream_ceiling_bytes_per_s": 5e12,

@@ -31,6 +31,10 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     # the same for GEMMs: the FLOP/s an engine's kernels top out at on any GPU (tile shapes, no Hopper wgmma …)
     "compute_ceiling_flops": (0.0, 1e17),
     "attention_compute_efficiency": (0.02, 1.0),
+    # share of the shorter of a step's compute and memory times hidden under the longer: 1 is the ideal
+    # roofline max(compute, memory); below it, a step near the ridge pays part of both (kernels that
+    # neither saturate the tensor cores nor stream at full rate while the other works)
+    "roofline_overlap": (0.0, 1.0),
     # pipelined micro-batches: stages idle this share of a stage's time per extra stage (imbalance, hand-off
     # waits): a micro-batch step costs (1 + bubble × (pp − 1) / pp) of its work
     "pipeline_bubble": (0.0, 4.0),  # of compute_efficiency, on the attention score/value FLOPs
@@ -76,6 +80,7 @@ class EngineProfile:
     stream_ceiling_bytes_per_s: float = 0.0
     compute_ceiling_flops: float = 0.0
     attention_compute_efficiency: float = 1.0
+    roofline_overlap: float = 1.0
     pipeline_bubble: float = 0.0
     dequant_factor: float = 1.0
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce

@@ -161,7 +161,7 @@ class StepConstants:
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
                  "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor", "attn_eff",
-                 "bubble",
+                 "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "offload_s")
 
@@ -187,6 +187,7 @@ class StepConstants:
         self.attn_eff = eng.compute_efficiency * eng.attention_compute_efficiency
         self.bubble = eng.pipeline_bubble * (pp - 1) / pp if (pp > 1 and eng.pipeline_microbatches) else 0.0
         self.expert_eff = self.matmul_eff * eng.moe_efficiency
+        self.unhidden = 1.0 - eng.roofline_overlap
         self.ramp_tokens = eng.compute_ramp_tokens
         self.dequant_factor = eng.dequant_factor
         link = link * eng.comm_efficiency
@@ -282,6 +283,8 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
               + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
     overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
     work_s = _max2(compute_s, memory_s)
+    if c.unhidden:
+        work_s = work_s + c.unhidden * (compute_s + memory_s - work_s)
     if c.bubble:
         comm_s = comm_s + work_s * c.bubble
     return compute_s, memory_s, comm_s, overhead_s, work_s + comm_s + overhead_s
