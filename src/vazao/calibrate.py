@@ -153,7 +153,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
                joint_iters: int = 120) -> EngineFit:
     """Coordinate search, in log steps, of `params` of one engine family on `rows` (all of that family),
     minimising a soft-L1 loss on log error with every metric group weighted alike."""
-    from vazao.validate.run import family_of, generation_of, slice_of
+    from vazao.validate.run import family_of, format_of, generation_of, slice_of
 
     values = {p: float(base_values[p]) for p in params}
 
@@ -188,7 +188,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     loss, results = _evaluate(rows, profile_path, overrides(values), SIM_REQUESTS)
     seen = {
         "generations": tuple(sorted({generation_of(r) for r in rows})),
-        "formats": tuple(sorted({r.weights.lower() for r in rows})),
+        "formats": tuple(sorted({format_of(r) for r in rows})),
         "model_families": tuple(sorted({family_of(r) for r in rows})),
     }
     return EngineFit(family, min_version, values, len(rows), loss, slice_of(results).median_ape,
@@ -298,11 +298,19 @@ def relevant_params(rows) -> tuple[str, ...]:
                                          for r in rows),
         "comm_efficiency": any(r.tp > 1 for r in rows),
         # a bubble means something only where the engine pipelines micro-batches
-        "pipeline_bubble": any(r.pp > 1 for r in rows) and get_engine(rows[0].family).pipeline_microbatches,
+        "pipeline_bubble": any(r.pp > 1 for r in rows) and (get_engine(rows[0].family).pipeline_microbatches
+                                                            or get_engine(rows[0].family).pipeline_ubatches),
         "request_overhead_s": any(r.metric in ("ttft_ms", "e2e_latency_ms") for r in rows),
         "dequant_factor": any(r.weights.lower().startswith(("q", "int4", "awq", "gptq")) for r in rows),
     }
-    return tuple(p for p in FIT_PARAMS if has.get(p, True))
+    # a value every row's hardware generation overrides (llama.cpp's measured cpu-generic values) is never
+    # used by these rows: fitting it would write a number nothing checked
+    from vazao.validate.run import generation_of
+
+    gens = {generation_of(r) for r in rows}
+    overrides = [set(get_engine(rows[0].family).generations.get(g, {})) for g in gens]
+    unused = set.intersection(*overrides) if overrides else set()
+    return tuple(p for p in FIT_PARAMS if has.get(p, True) and p not in unused)
 
 
 def calibrate_engine(rows, family: str, *, profile_path: str | None = None, workers: int = 1,

@@ -48,6 +48,26 @@ def _family(engine: str) -> str:
     return get_engine(engine).name
 
 
+def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: str, kv: str, count: int, tp: int,
+              pp: int):
+    """Rows from a measurements CSV, or from `vazao bench` results served by the deployment named."""
+    from vazao.validate import read_rows
+    from vazao.validate.runs import RunDeployment, read_runs, run_files
+
+    if path.is_file() and path.suffix.lower() == ".csv":
+        return read_rows(path)
+    files = run_files(path)
+    if gpu is None:
+        raise VazaoError(f"{path}: bench runs do not say what served them; give --gpu (and --model, --format, "
+                         "--count, --tp if not the defaults)")
+    for v, what in ((count, "--count"), (tp, "--tp"), (pp, "--pp")):
+        inputs.number(v, what, minimum=1, maximum=4096, integer=True)
+    if count % (tp * pp):
+        raise VazaoError(f"--count {count} is not a multiple of --tp × --pp = {tp * pp}")
+    return read_runs(files, RunDeployment(engine=fam, gpu=gpu, model=model, weights=fmt, kv=kv, gpu_count=count,
+                                          tp=tp, pp=pp))
+
+
 @app.command("validate")
 def validate_cmd(
     measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv"),
@@ -79,10 +99,20 @@ def validate_cmd(
 
 @app.command("calibrate")
 def calibrate_cmd(
-    measurements: Path = typer.Argument(..., help="Measurements CSV (published rows) to fit on."),
+    measurements: Path = typer.Argument(..., help="Measurements CSV (published rows), or `vazao bench` result "
+                                                  "JSON files (a file or a folder of them) to fit on."),
     engine: str = typer.Option(..., "--engine", help="The engine family to fit: trtllm, vllm, sglang, llama.cpp."),
     output: Path = typer.Option(..., "-o", "--output", help="Profile file to write (YAML)."),
     profile: Path | None = typer.Option(None, "--profile", help="Start from this profile file."),
+    gpu: str | None = typer.Option(None, "--gpu", "-g", help="Bench runs: the accelerator that served them."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="Bench runs: the model served (default: the one the server named)."),
+    fmt: str = typer.Option("", "--format", "-f",
+                            help="Bench runs: the weight format served (default: a GGUF's own, else bf16)."),
+    kv: str = typer.Option("not stated", "--kv", help="Bench runs: the KV-cache dtype (default: the engine's)."),
+    count: int = typer.Option(1, "--count", "-n", help="Bench runs: GPUs."),
+    tp: int = typer.Option(1, "--tp", help="Bench runs: tensor-parallel degree."),
+    pp: int = typer.Option(1, "--pp", help="Bench runs: pipeline-parallel degree."),
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the output file."),
     json_out: bool = JSON,
@@ -93,16 +123,16 @@ def calibrate_cmd(
     import os
 
     from vazao.calibrate import calibrate_engine
-    from vazao.validate import read_rows
 
     path = _check_profile(profile)
     _check_workers(workers)
     fam = _family(engine)
     inputs.output_file(output, "profile file", force=force)
-    rows, problems = read_rows(measurements)
+    rows, problems = _measured(measurements, fam, gpu=gpu, model=model, fmt=fmt, kv=kv, count=count, tp=tp, pp=pp)
     rows = [r for r in rows if r.family == fam]
     if not rows:
-        raise VazaoError(f"{measurements}: no rows of engine {engine}")
+        why = f" ({problems[0].id}: {problems[0].reason})" if problems else ""
+        raise VazaoError(f"{measurements}: no rows of engine {engine}{why}")
     n = workers or os.cpu_count() or 1
     say = (lambda m: err_console.print(m, highlight=False)) if not json_out else None
     doc, fits = calibrate_engine(rows, fam, profile_path=path, workers=n, progress=say,

@@ -93,6 +93,11 @@ class EngineProfile:
     # how the engine sizes max batch and token budget for an all-at-once benchmark (`max(offline)`)
     sizing: str = "fixed"
     pipeline_microbatches: bool = True  # pp stages each work on a different micro-batch (llama.cpp: no)
+    # a lone prompt runs in batches of prefill_batch_tokens cut into steps of prefill_ubatch_tokens (0: one
+    # step); pipeline_ubatches: a batch's micro-batches flow through layer-split stages as a pipeline
+    prefill_batch_tokens: int = 0
+    prefill_ubatch_tokens: int = 0
+    pipeline_ubatches: bool = False
     kv_dtype: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"*": "fp16"}))
     versions: tuple[Mapping[str, Any], ...] = ()
     # per hardware generation: {generation: {calibrated parameter: value}} (e.g. llama.cpp on CPUs)

@@ -9,14 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vazao.catalog.formats import get_format, get_kv_format
 from vazao.catalog.hardware import get_accelerator
-from vazao.catalog.models import get_model
+from vazao.catalog.models import get_model, load_model
 from vazao.errors import VazaoError
-from vazao.estimate import decode_cost, estimate, offline_point, prefill_cost
+from vazao.estimate import decode_cost, estimate, offline_point
 from vazao.physics.deployment import make_deployment
 from vazao.physics.profiles import EngineProfile, get_engine
+from vazao.physics.prompt import prompt_prefill
 from vazao.validate.rows import MeasuredRow
 
 SIM_REQUESTS = 500  # TensorRT-LLM's online-serving table: 500 requests per rate
@@ -44,13 +46,31 @@ def kv_format_name(row: MeasuredRow, eng: EngineProfile, weight_format: str) -> 
     raise VazaoError(f"unknown KV/compute precision {row.kv[:40]!r}")
 
 
+@lru_cache(maxsize=64)
+def _model_file(spec: str):
+    return load_model(spec)
+
+
+def row_model(row: MeasuredRow):
+    """(ModelArch, weight format name, exact weight bytes or None) of the row's model."""
+    if row.model.lower().endswith((".gguf", ".json")) or "/" in row.model:
+        loaded = _model_file(row.model)
+        weights = row.weights or loaded.weight_format or "bf16"
+        exact = loaded.weights_bytes if loaded.weights_bytes and weights == loaded.weight_format else None
+        return loaded.arch, weights, exact
+    return get_model(row.model), row.weights or "bf16", None
+
+
 def deployment_for(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None):
+    """The row's deployment. A model given as a file (a user's bench runs of a GGUF or config.json) brings
+    its own format and exact weight bytes when the row names no format."""
     eng = get_engine(row.family, profiles).at_version(row.version)
-    model = get_model(row.model)
-    fmt = get_format(row.weights)
+    model, weights, exact = row_model(row)
+    fmt = get_format(weights)
     kv = get_kv_format(kv_format_name(row, eng, fmt.name))
     acc = get_accelerator(row.gpu)
-    return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng)
+    return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng,
+                           weights_bytes_override=exact)
 
 
 def _from_throughput(row: MeasuredRow, output_tok_s: float) -> float:
@@ -80,8 +100,9 @@ def predict(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = Non
         return Prediction(1.0 / c.time_s, c.bound, f"decode step {c.time_s * 1e3:.3g} ms", kv)
     if row.metric == "pp_tok_s":
         _need(row, input_len=row.input_len)
-        c = prefill_cost(dep, 1, row.input_len)
-        return Prediction(row.input_len / c.time_s, c.bound, f"prefill {c.time_s * 1e3:.3g} ms", kv)
+        c = prompt_prefill(dep, row.input_len)
+        return Prediction(row.input_len / c.time_s, c.bound, f"prefill {c.time_s * 1e3:.3g} ms in {c.steps} step(s)",
+                          kv)
     _need(row, output_len=row.output_len, input_len=row.input_len)
     if cond.kind == "max":
         p = offline_point(dep, row.input_len, row.output_len)

@@ -197,12 +197,21 @@ def generation_of(row: MeasuredRow) -> str:
 
 
 def family_of(row: MeasuredRow) -> str:
-    from vazao.catalog.models import get_model
+    from vazao.validate.predict import row_model
 
     try:
-        return get_model(row.model).family
+        return row_model(row)[0].family
     except VazaoError:
         return "unknown"
+
+
+def format_of(row: MeasuredRow) -> str:
+    from vazao.validate.predict import row_model
+
+    try:
+        return row_model(row)[1].lower()
+    except VazaoError:
+        return row.weights.lower() or "unknown"
 
 
 @dataclass(frozen=True)
