@@ -18,7 +18,9 @@ def band_key(regime: str, metric: str) -> str:
 
 
 BAND_QUANTILES = ("q10", "q90")  # an 80% band
-WIDEN = 1.5  # log-width multiplier where the profile was not fitted on this generation, format or family
+# log-width multiplier per thing the profile was not fitted on (generation, format, model family, engine
+# release): each is its own source of error, so two unseen widen by 1 + 2 × 0.5 = 2×, not 1.5×
+WIDEN = 0.5
 
 
 def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bool]:
@@ -61,7 +63,8 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
     note = ""
     if unseen:
         mid = (lo + hi) / 2
-        lo, hi = mid + (lo - mid) * WIDEN, mid + (hi - mid) * WIDEN
+        k = 1.0 + WIDEN * len(unseen)
+        lo, hi = mid + (lo - mid) * k, mid + (hi - mid) * k
         note = "widened: not fitted on this " + ", ".join(unseen)
     return value * math.exp(lo), value * math.exp(hi), note
 
