@@ -95,3 +95,17 @@ def test_calibrate_on_a_real_bench_run(llama_server, tmp_path):
     r = CliRunner().invoke(app, ["estimate", rows[0].model, "--gpu", "local", "--engine", "llama.cpp",
                                  "--profile", str(out), "--batch", "1", "--json"])
     assert r.exit_code == 0, r.output
+
+
+def test_validate_reads_bench_runs_too(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run": {"concurrency": 1, "model": "llama-3.1-8b"},
+                                                   "summary": _summary(prompt=800, output=200, ttft=0.05,
+                                                                       itl=0.012, tok_s=80.0)}))
+    r = CliRunner().invoke(app, ["validate", str(tmp_path), "--engine", "vllm", "--gpu", "h100-sxm", "--json",
+                                 "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["summary"]["coverage"] == 1.0 and len(d["rows"]) == 4
+    assert {row["metric"] for row in d["rows"]} == {"ttft_ms", "itl_ms", "tpot_ms", "output_tok_s_total"}
+    r = CliRunner().invoke(app, ["validate", str(tmp_path), "--gpu", "h100-sxm"])
+    assert r.exit_code == 2 and "give --engine" in r.output

@@ -70,9 +70,20 @@ def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: 
 
 @app.command("validate")
 def validate_cmd(
-    measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv"),
+    measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv, "
+                                                  "or `vazao bench` result JSON files (a file or a folder)."),
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
-    engine: str | None = typer.Option(None, "--engine", help="Only rows of this engine family."),
+    engine: str | None = typer.Option(None, "--engine", help="Only rows of this engine family (bench runs: the "
+                                                             "engine that served them)."),
+    gpu: str | None = typer.Option(None, "--gpu", "-g", help="Bench runs: the accelerator that served them."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="Bench runs: the model served (default: the one the server named)."),
+    fmt: str = typer.Option("", "--format", "-f",
+                            help="Bench runs: the weight format served (default: a GGUF's own, else bf16)."),
+    kv: str = typer.Option("not stated", "--kv", help="Bench runs: the KV-cache dtype (default: the engine's)."),
+    count: int = typer.Option(1, "--count", "-n", help="Bench runs: GPUs."),
+    tp: int = typer.Option(1, "--tp", help="Bench runs: tensor-parallel degree."),
+    pp: int = typer.Option(1, "--pp", help="Bench runs: pipeline-parallel degree."),
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
     json_out: bool = JSON,
@@ -80,13 +91,17 @@ def validate_cmd(
     """Predict every row under its stated conditions and report the errors by metric, engine, GPU
     generation, model family and regime, with the coverage and why each skipped row was skipped."""
     from vazao.report.validate_console import render_validation
-    from vazao.validate import predict_rows, read_rows, summarize
+    from vazao.validate import predict_rows, summarize
 
     path = _check_profile(profile)
     _check_workers(workers)
     inputs.number(worst, "--worst", minimum=0, maximum=10_000, integer=True)
     fam = _family(engine) if engine else None
-    rows, problems = read_rows(measurements)
+    is_csv = measurements.is_file() and measurements.suffix.lower() == ".csv"
+    if not is_csv and fam is None:
+        raise VazaoError(f"{measurements}: bench runs do not say which engine served them; give --engine")
+    rows, problems = _measured(measurements, fam or "", gpu=gpu, model=model, fmt=fmt, kv=kv, count=count, tp=tp,
+                               pp=pp)
     if fam:
         rows = [r for r in rows if r.family == fam]
     results = predict_rows(rows, profile_path=path, workers=workers, progress=_progress(sys.stderr.isatty()))

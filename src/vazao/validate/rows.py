@@ -52,7 +52,8 @@ class Condition:
     value: float
 
     def describe(self) -> str:
-        return {"max": "max load", "batch": f"batch {self.value:g}", "concurrency": f"{self.value:g} users",
+        users = f"{self.value:g} user" + ("s" if self.value != 1 else "")
+        return {"max": "max load", "batch": f"batch {self.value:g}", "concurrency": users,
                 "rate": "all at once" if math.isinf(self.value) else f"{self.value:g} req/s"}[self.kind]
 
 
