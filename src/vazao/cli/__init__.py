@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from vazao.cli import accuracy, bench, catalog_cmds, cost, physics_cmds, simulate  # noqa: F401  (register commands)
+from vazao.cli import accuracy, bench, catalog_cmds, cost, physics_cmds, plan, simulate  # noqa: F401  (register commands)
 from vazao.cli.app import app, report_error
 from vazao.errors import VazaoError
 

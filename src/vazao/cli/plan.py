@@ -1,0 +1,171 @@
+"""`vazao plan`: parse → run_plan → render (console or JSON)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from vazao import inputs
+from vazao.cli.app import JSON, app, console, emit_json, err_console
+from vazao.errors import VazaoError
+
+
+def _names(text: str, what: str) -> tuple[str, ...]:
+    return tuple(inputs.split_list(text, what, max_items=64))
+
+
+def _check_names(models, gpus, formats, engines, kvs) -> None:
+    """Unknown names are one line with the closest matches, before any work."""
+    from vazao.catalog.formats import get_format, get_kv_format
+    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.models import load_model
+    from vazao.physics.profiles import get_engine
+
+    for m in models:
+        load_model(m)
+    for g in gpus:
+        get_accelerator(g)
+    for f in formats:
+        get_format(f)
+    for e in engines:
+        get_engine(e)
+    for k in kvs:
+        get_kv_format(k)
+
+
+def _prices(items: list[str]) -> dict[str, float]:
+    from vazao.catalog.hardware import get_accelerator
+
+    out = {}
+    for item in items:
+        gpu, sep, usd = item.partition("=")
+        if not sep:
+            raise VazaoError(f"--gpu-price {item[:40]!r}: expected GPU=USD_PER_HOUR, e.g. rtx-3060=0.08")
+        out[get_accelerator(gpu.strip()).id] = float(inputs.number(usd, f"--gpu-price {gpu}", minimum=0.0,
+                                                                     maximum=1e4))
+    return out
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    last = [-1]
+
+    def show(done: int, total: int) -> None:
+        if done * 10 // total != last[0] or done == total:
+            last[0] = done * 10 // total
+            err_console.print(f"simulated {done}/{total} deployments", highlight=False)
+
+    return show
+
+
+@app.command("plan")
+def plan_cmd(
+    models: str = typer.Option(..., "--models", "-m", help="Comma-separated models (catalog names or files)."),
+    gpus: str = typer.Option(..., "--gpus", "-g", help="Comma-separated accelerator ids."),
+    formats: str = typer.Option("bf16", "--formats", "-f", help="Comma-separated weight formats to try."),
+    workload: str = typer.Option("chat", "--workload", "-w", help="Workload YAML or built-in name."),
+    traffic: str = typer.Option("10/s", "--traffic", help="Request rate (20/s) or concurrency (c32)."),
+    slo: str | None = typer.Option(None, "--slo", help="Latency limits, e.g. ttft_p95=500ms,tpot_p95=40ms "
+                                                       "(default ttft_p95=1s,tpot_p95=50ms)."),
+    engines: str | None = typer.Option(None, "--engines", "-e", help="Engine profiles to try (default: each "
+                                                                     "GPU's default engine)."),
+    kv: str | None = typer.Option(None, "--kv", help="KV-cache dtypes to try (default: the engine's own)."),
+    max_gpus: int = typer.Option(8, "--max-gpus", help="Most GPUs a deployment may use (replicas × tp × pp)."),
+    quality_floor: float | None = typer.Option(None, "--quality-floor",
+                                               help="Least published quality recovery vs 16-bit (0-1)."),
+    requests: int = typer.Option(400, "--requests", help="Simulated requests per deployment."),
+    simulate_top: int = typer.Option(48, "--simulate-top", help="Deployments simulated, cheapest estimate first."),
+    emit: str | None = typer.Option(None, "--emit", help="Print the winner's launch command for this engine "
+                                                         "(vllm, sglang, llama.cpp, trtllm)."),
+    against_api: str | None = typer.Option(None, "--against-api", help="Compare with this API price id."),
+    backend: str = typer.Option("local", "--backend", help="local (processes) or ray."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (auto, ray://host:port)."),
+    fallback_local: bool = typer.Option(False, "--fallback-local", help="Run locally if Ray is unreachable."),
+    workers: int | None = typer.Option(None, "--workers", help="Local processes (default: every core)."),
+    gpu_price: list[str] = typer.Option([], "--gpu-price", help="$/GPU-hour for an accelerator, e.g. "
+                                                                "rtx-3060=0.08 (repeatable; owned hardware)."),
+    profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
+    seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    json_out: bool = JSON,
+) -> None:
+    """The cheapest deployment that meets the SLO at this traffic: ranked, with its Pareto front,
+    the binding constraint and the command that launches it. Exit 1 when nothing meets the SLO."""
+    from vazao.plan import DEFAULT_SLO, PlanInputs, Traffic, run_plan
+    from vazao.results import SLO
+
+    m, g, f = _names(models, "--models"), _names(gpus, "--gpus"), _names(formats, "--formats")
+    e = _names(engines, "--engines") if engines else ()
+    k = _names(kv, "--kv") if kv else ()
+    _check_names(m, g, f, e, k)
+    if workers is not None:
+        inputs.number(workers, "--workers", minimum=1, maximum=256, integer=True)
+    if profile is not None:
+        from vazao.calibrate import load_profiles
+
+        load_profiles(profile)
+    inp = PlanInputs(workload=workload, traffic=Traffic.parse(traffic), slo=SLO.parse(slo or DEFAULT_SLO),
+                     models=m, gpus=g, formats=f, engines=e, kv_formats=k, max_gpus=max_gpus,
+                     quality_floor=quality_floor, requests=requests, simulate_top=simulate_top, seed=seed,
+                     profile=str(profile) if profile else None, slo_is_default=slo is None,
+                     gpu_prices=_prices(gpu_price))
+    if emit is not None:
+        from vazao.physics.profiles import get_engine
+
+        get_engine(emit)
+    if against_api is not None:
+        from vazao.catalog.prices import get_price
+
+        get_price(against_api)
+    result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
+                      progress=_progress(sys.stderr.isatty() and not json_out))
+    _finish(result, emit=emit, against_api=against_api, json_out=json_out)
+
+
+def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool) -> None:
+    from vazao.plan.output import plan_json
+    from vazao.report.plan_console import render_plan
+
+    if not result.candidates:
+        reasons = ", ".join(f"{n} {why}" for why, n in result.pruned_by_reason().items())
+        first = result.pruned[0] if result.pruned else None
+        detail = f"; e.g. {first.shape.label()}: {first.detail}" if first else ""
+        if json_out:
+            emit_json(plan_json(result))
+        err_console.print(f"error: every deployment was pruned ({reasons}){detail}", highlight=False)
+        raise typer.Exit(1)
+    api = _api(result, against_api) if against_api else None
+    if json_out:
+        emit_json(plan_json(result, api=api))
+    else:
+        render_plan(console, result)
+        if api is not None:
+            _print_api(api)
+    if result.winner is None:
+        raise typer.Exit(1)
+
+
+def _api(result, price: str) -> dict:
+    from vazao.plan.api import api_usd_per_request, compare
+
+    c = result.winner or result.candidates[0]
+    if c.usd_per_hour is None:
+        raise VazaoError(f"--against-api: {c.shape.gpu} has no rental price; give --gpu-price {c.shape.gpu}=USD")
+    rps = result.inputs.traffic.rate
+    if rps is None:
+        if c.summary is None:
+            raise VazaoError("--against-api with a concurrency needs a simulated winner")
+        rps = c.summary.request_throughput_per_s * c.replicas
+    pid, per_request = api_usd_per_request(result.inputs.workload, price, seed=result.inputs.seed)
+    return compare(c, rps, pid, per_request).to_json()
+
+
+def _print_api(api: dict) -> None:
+    verdict = ("self-hosting is cheaper" if api["cheaper"] == "self-hosted" else "the API is cheaper")
+    console.print(f"against {api['price_id']}: API ${api['api_usd_per_request']:.5f}/request "
+                  f"(${api['api_usd_per_month']:,.0f}/month at this traffic) vs self-hosted "
+                  f"${api['selfhost_usd_per_request']:.5f} (${api['selfhost_usd_per_month']:,.0f}/month): {verdict} "
+                  f"by {max(api['api_over_selfhost'], 1 / api['api_over_selfhost']):.1f}×; break-even "
+                  f"{api['breakeven_requests_per_s']:.2f} req/s", highlight=False)

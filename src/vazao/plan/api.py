@@ -1,0 +1,56 @@
+"""A plan's deployments against an API price: where self-hosting wins, and by how much.
+
+The API bills the workload's own requests one by one (cost/breakeven.bill_workload, prompt caching
+of shared prefixes when a TTL is given). A rented deployment costs its $/h whatever the load, so at
+the planned traffic T it costs $/h / (T × 3600) per request, and it beats the API above
+    break-even traffic = $/h / (API $/request × 3600)   requests/s,
+for as long as the deployment carries the traffic (the plan sized it for T)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from vazao.plan.evaluate import Candidate
+
+
+@dataclass(frozen=True)
+class ApiComparison:
+    price_id: str
+    api_usd_per_request: float
+    api_usd_per_month: float  # at the planned traffic
+    selfhost_usd_per_request: float
+    selfhost_usd_per_month: float
+    breakeven_requests_per_s: float
+    cheaper: str  # "self-hosted" | "api"
+
+    @property
+    def ratio(self) -> float:
+        """API cost over self-hosted cost at the planned traffic (> 1: self-hosting is cheaper)."""
+        return self.api_usd_per_request / self.selfhost_usd_per_request
+
+    def to_json(self) -> dict:
+        return {**self.__dict__, "api_over_selfhost": self.ratio}
+
+
+def api_usd_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl: str | None = None,
+                        requests: int = 2000) -> tuple[str, float]:
+    from vazao.catalog.prices import get_price
+    from vazao.cost.breakeven import bill_workload
+    from vazao.workload import load_workload
+
+    table = get_price(price)
+    w = load_workload(workload, requests=requests, seed=seed)
+    bill = bill_workload(w.plan(), table, cache_ttl)
+    return table.id, float(bill.charge.total / Decimal(max(1, bill.requests)))
+
+
+def compare(c: Candidate, requests_per_s: float, price_id: str, api_per_request: float) -> ApiComparison:
+    month_s = 730 * 3600
+    self_per_request = c.usd_per_hour / (requests_per_s * 3600)
+    return ApiComparison(
+        price_id=price_id, api_usd_per_request=api_per_request,
+        api_usd_per_month=api_per_request * requests_per_s * month_s,
+        selfhost_usd_per_request=self_per_request, selfhost_usd_per_month=c.usd_per_month,
+        breakeven_requests_per_s=c.usd_per_hour / (api_per_request * 3600),
+        cheaper="self-hosted" if self_per_request < api_per_request else "api")

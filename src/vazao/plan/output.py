@@ -1,0 +1,62 @@
+"""The plan as the JSON other tools rely on (issue 12's schema), and the catalog versions behind it."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+
+from vazao.plan.evaluate import Candidate
+from vazao.plan.search import PlanResult
+
+CATALOGS = ("hardware.yaml", "formats.yaml", "models.yaml", "engines.yaml", "calibration.yaml", "prices.yaml",
+            "generations.yaml")
+
+
+def catalog_versions() -> dict:
+    """vazao's version and a short content hash of each shipped catalog file."""
+    from vazao import __version__
+
+    out = {"vazao": __version__}
+    data = resources.files("vazao.catalog").joinpath("data")
+    for name in CATALOGS:
+        f = data.joinpath(name)
+        if f.is_file():
+            out[name] = hashlib.sha256(f.read_bytes()).hexdigest()[:12]
+    return out
+
+
+def candidate_json(c: Candidate, command: str | None = None) -> dict:
+    s = c.shape
+    return {
+        "model": s.model, "format": s.fmt, "kv_format": c.kv_format, "gpu": s.gpu, "count": c.count,
+        "replicas": c.replicas, "tp": s.tp, "pp": s.pp, "engine": s.engine, "max_batch": c.max_batch,
+        "usd_per_hour": c.usd_per_hour, "usd_per_mtok": c.usd_per_mtok, "usd_per_month": c.usd_per_month,
+        "meets_slo": c.meets_slo, "marginal": c.marginal, "source": c.source,
+        "summary": c.summary.to_json() if c.summary is not None else None,
+        "checks": [k.to_json() for k in c.checks], "binding": c.binding,
+        "bands": {k: {"low_s": b[0], "high_s": b[1], "note": b[2]} for k, b in c.bands.items()},
+        "quality": c.quality, "quality_source": c.quality_source or None, "detail": c.detail,
+        "command": command,
+    }
+
+
+def plan_json(r: PlanResult, commands: dict | None = None, api: dict | None = None) -> dict:
+    commands = commands or {}
+    out = {
+        "candidates": [candidate_json(c, commands.get(id(c))) for c in r.candidates],
+        "pareto": [candidate_json(c, commands.get(id(c))) for c in r.pareto],
+        "binding_constraint": r.binding_constraint,
+        "winner": 0 if r.winner is not None else None,
+        "closest_miss": candidate_json(r.closest_miss) if r.closest_miss is not None else None,
+        "pruned": {"by_reason": r.pruned_by_reason(),
+                   "examples": [{"deployment": p.shape.label(), "reason": p.reason, "detail": p.detail}
+                                for p in r.pruned[:50]]},
+        "lengths": {"prompt_mean": r.lengths.prompt_mean, "output_mean": r.lengths.output_mean,
+                    "context_p99": r.lengths.context_p99},
+        "inputs": r.inputs.to_json(),
+        "backend": r.backend,
+        "catalog_versions": catalog_versions(),
+    }
+    if api is not None:
+        out["against_api"] = api
+    return out

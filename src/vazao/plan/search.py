@@ -1,0 +1,136 @@
+"""The search: screen every shape, simulate the most promising, rank, find the Pareto front.
+
+Screening is closed-form and cheap (every shape, in this process). Simulation is the cost: only the
+`simulate_top` shapes with the lowest estimated $/Mtok are simulated, across local processes (the
+standard library) or a Ray cluster (`backend="ray"`, the optional extra); the rest are listed with
+their estimates and marked `analytic`. Ranking: shapes that meet the SLO (band edge within every
+limit) first, then marginal ones, then misses, each by $/Mtok."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from vazao.errors import VazaoError
+from vazao.plan.evaluate import Candidate, Pruned, Screen, analytic_candidate, screen, simulate_screen
+from vazao.plan.space import Lengths, PlanInputs, shapes
+
+Progress = Callable[[int, int], None]
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    inputs: PlanInputs
+    lengths: Lengths
+    candidates: tuple[Candidate, ...]  # best first
+    pareto: tuple[Candidate, ...]
+    pruned: tuple[Pruned, ...]
+    binding_constraint: str | None
+    closest_miss: Candidate | None
+    backend: str
+
+    @property
+    def winner(self) -> Candidate | None:
+        c = self.candidates[0] if self.candidates else None
+        return c if c is not None and c.meets_slo else None
+
+    def pruned_by_reason(self) -> dict[str, int]:
+        return dict(Counter(p.reason for p in self.pruned))
+
+
+def _simulate_one(args) -> Candidate | Pruned:
+    s, inp, lengths = args
+    try:
+        return simulate_screen(s, inp, lengths)
+    except VazaoError as exc:
+        return Pruned(s.shape, "simulation", str(exc))
+
+
+def _map_local(jobs: list, workers: int, progress: Progress | None) -> list:
+    out: list = [None] * len(jobs)
+    if workers <= 1 or len(jobs) <= 1:
+        for i, j in enumerate(jobs):
+            out[i] = _simulate_one(j)
+            if progress:
+                progress(i + 1, len(jobs))
+        return out
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_simulate_one, j): i for i, j in enumerate(jobs)}
+        from concurrent.futures import as_completed
+
+        for done, fut in enumerate(as_completed(futures), 1):
+            out[futures[fut]] = fut.result()
+            if progress:
+                progress(done, len(jobs))
+    return out
+
+
+def _rank_key(c: Candidate) -> tuple:
+    tier = 0 if c.meets_slo else 1 if c.marginal else 2 if c.source == "simulated" else 3
+    return tier, c.usd_per_mtok if c.usd_per_mtok is not None else math.inf, c.count, c.shape
+
+
+def pareto_front(cands: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    """Simulated candidates within the SLO (met or marginal) that no other beats on all of: $/Mtok,
+    the worst SLO ratio (latency headroom), quality."""
+    pts = [c for c in cands if c.source == "simulated" and (c.meets_slo or c.marginal)
+           and c.usd_per_mtok is not None and math.isfinite(c.usd_per_mtok)]
+
+    def axes(c: Candidate) -> tuple[float, float, float]:
+        worst = max((k.ratio for k in c.checks), default=0.0)
+        return c.usd_per_mtok, worst, -(c.quality if c.quality is not None else 0.0)
+
+    front = []
+    for c in pts:
+        a = axes(c)
+        if not any(all(x <= y for x, y in zip(axes(o), a, strict=True)) and axes(o) != a for o in pts):
+            front.append(c)
+    return tuple(sorted(front, key=lambda c: c.usd_per_mtok))
+
+
+def run_plan(inp: PlanInputs, *, workers: int | None = None, backend: str = "local", address: str | None = None,
+             fallback_local: bool = False, progress: Progress | None = None) -> PlanResult:
+    """Search `inp`; with backend="ray", `fallback_local` runs the simulations locally when the cluster
+    cannot be reached (and the result says so in `backend`) instead of failing."""
+    from vazao.workload import load_workload
+
+    if backend not in BACKENDS:
+        raise VazaoError(f"plan backend {backend!r}: one of {', '.join(BACKENDS)}")
+    lengths = Lengths.of(load_workload(inp.workload, seed=inp.seed))
+    screened: list[Screen] = []
+    pruned: list[Pruned] = []
+    for shape in shapes(inp):
+        r = screen(shape, inp, lengths)
+        (pruned if isinstance(r, Pruned) else screened).append(r)
+    screened.sort(key=lambda s: (s.estimate_usd_per_mtok, s.shape))
+    chosen, rest = screened[:inp.simulate_top], screened[inp.simulate_top:]
+    jobs = [(s, inp, lengths) for s in chosen]
+    used = backend
+    if backend == "ray":
+        from vazao.plan.ray_backend import BackendUnavailable, map_ray
+
+        try:
+            results = map_ray(_simulate_one, jobs, address=address, progress=progress)
+        except BackendUnavailable as exc:
+            if not fallback_local:
+                raise
+            used = f"local (ray unavailable: {exc})"
+            results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
+    else:
+        results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
+    cands = [r for r in results if isinstance(r, Candidate)]
+    pruned += [r for r in results if isinstance(r, Pruned)]
+    cands += [analytic_candidate(s, inp) for s in rest]
+    cands.sort(key=_rank_key)
+    simulated = [c for c in cands if c.source == "simulated"]
+    winner = cands[0] if cands and cands[0].meets_slo else None
+    miss = None
+    if winner is None and simulated:
+        miss = min(simulated, key=lambda c: max(k.ratio for k in c.checks) if c.checks else math.inf)
+    binding = (winner or miss).binding if (winner or miss) else None
+    return PlanResult(inp, lengths, tuple(cands), pareto_front(cands), tuple(pruned), binding, miss, used)

@@ -1,0 +1,162 @@
+"""What a plan searches: the inputs, the traffic, and the deployment shapes to try.
+
+A shape is everything about one replica (model, format, KV dtype, accelerator, tp × pp, engine); the
+number of replicas is not part of it — the evaluation picks the fewest that carry the traffic within
+the SLO. Shapes the silicon or the engine refuses, that do not fit, or that cannot meet a latency limit
+even alone are pruned before anything is simulated, each with its reason."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vazao import inputs
+from vazao.errors import VazaoError
+from vazao.results import SLO
+
+DEFAULT_SLO = "ttft_p95=1s,tpot_p95=50ms"
+PARALLEL = (1, 2, 4, 8, 16, 32, 64)
+MAX_SHAPES = 20_000
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Open loop (`rate` requests/s, Poisson) or closed loop (`concurrency` users)."""
+
+    rate: float | None = None
+    concurrency: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Traffic:
+        t = str(text).strip().lower().replace(" ", "")
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)(/s|rps|req/s)?", t)
+        if m:
+            return cls(rate=float(inputs.positive(m.group(1), "traffic (requests per second)", maximum=1e6)))
+        m = re.fullmatch(r"(?:c|concurrency=|users=)([0-9]+)|([0-9]+)(?:users|concurrent)", t)
+        if m:
+            n = m.group(1) or m.group(2)
+            return cls(concurrency=int(inputs.positive(n, "traffic (concurrent users)", maximum=1e6, integer=True)))
+        raise VazaoError(f"traffic {text[:40]!r}: give a request rate (20/s) or a concurrency (c32, 32users)")
+
+    def per_replica(self, replicas: int) -> Traffic:
+        if self.rate is not None:
+            return Traffic(rate=self.rate / replicas)
+        return Traffic(concurrency=max(1, math.ceil(self.concurrency / replicas)))
+
+    def describe(self) -> str:
+        return f"{self.rate:g} req/s (Poisson)" if self.rate is not None else f"{self.concurrency} concurrent users"
+
+    def to_json(self) -> dict:
+        return {"rate_per_s": self.rate} if self.rate is not None else {"concurrency": self.concurrency}
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """The workload's prompt and output lengths: means (throughput) and p99 (memory per sequence)."""
+
+    prompt_mean: float
+    output_mean: float
+    context_p99: int
+
+    @classmethod
+    def of(cls, workload, samples: int = 4096) -> Lengths:
+        rng = np.random.default_rng(12345)
+        p = workload.prompt.draw(rng, samples)
+        o = workload.output.draw(rng, samples)
+        prefix = sum(x.tokens * x.share for x in workload.prefixes)
+        return cls(float(p.mean() + prefix), float(o.mean()), int(np.percentile(p + o, 99) + prefix))
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    workload: str  # built-in name or YAML path
+    traffic: Traffic
+    slo: SLO
+    models: tuple[str, ...]
+    gpus: tuple[str, ...]
+    formats: tuple[str, ...]
+    engines: tuple[str, ...] = ()  # () : each accelerator's default engine
+    kv_formats: tuple[str, ...] = ()  # () : each engine's default KV dtype for the format
+    max_gpus: int = 8
+    quality_floor: float | None = None
+    requests: int = 400  # simulated per candidate
+    simulate_top: int = 48  # shapes simulated, cheapest first by the analytic estimate
+    seed: int = 0
+    profile: str | None = None
+    slo_is_default: bool = False
+    gpu_prices: Mapping[str, float] = field(default_factory=dict)  # $/GPU-hour over the catalog's rental price
+
+    def __post_init__(self) -> None:
+        for name in ("models", "gpus", "formats"):
+            if not getattr(self, name):
+                raise VazaoError(f"plan: give at least one of {name}")
+        inputs.number(self.max_gpus, "max GPUs", minimum=1, maximum=4096, integer=True)
+        inputs.number(self.requests, "simulated requests per candidate", minimum=20, maximum=100_000, integer=True)
+        inputs.number(self.simulate_top, "candidates to simulate", minimum=1, maximum=10_000, integer=True)
+        if self.quality_floor is not None:
+            inputs.number(self.quality_floor, "quality floor", minimum=0.0, maximum=1.0)
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "traffic": self.traffic.to_json(), "slo": dict(self.slo.limits),
+                "slo_is_default": self.slo_is_default, "models": list(self.models), "gpus": list(self.gpus),
+                "formats": list(self.formats), "engines": list(self.engines), "kv_formats": list(self.kv_formats),
+                "max_gpus": self.max_gpus, "quality_floor": self.quality_floor, "requests": self.requests,
+                "simulate_top": self.simulate_top, "seed": self.seed, "profile": self.profile,
+                "gpu_prices": dict(self.gpu_prices)}
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """One replica's deployment, before any traffic."""
+
+    model: str
+    fmt: str
+    kv: str | None  # None: the engine's default for the format
+    gpu: str
+    tp: int
+    pp: int
+    engine: str
+    sort_key: tuple = field(default=(), compare=False, repr=False)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        par = f"tp{self.tp}" + (f" pp{self.pp}" if self.pp > 1 else "")
+        return f"{self.model} {self.fmt} on {self.gpus_per_replica}× {self.gpu} {par} ({self.engine})"
+
+
+def _engines_for(gpu: str, inp: PlanInputs) -> list[str]:
+    from vazao.catalog.hardware import get_accelerator
+    from vazao.physics.profiles import get_engine
+    from vazao.scenario import default_engine
+
+    acc = get_accelerator(gpu)
+    if not inp.engines:
+        return [default_engine(acc)]
+    return [e for e in inp.engines if acc.vendor in get_engine(e).vendors]
+
+
+def shapes(inp: PlanInputs) -> Iterator[Shape]:
+    """Every (model, format, KV, accelerator, tp × pp, engine) the inputs allow, within max GPUs.
+    llama.cpp splits a model over GPUs by layer (pp); the other engines by tensor parallelism."""
+    n = 0
+    for model in inp.models:
+        for gpu in inp.gpus:
+            for engine in _engines_for(gpu, inp):
+                for fmt in inp.formats:
+                    for kv in inp.kv_formats or (None,):
+                        for k in PARALLEL:
+                            if k > inp.max_gpus:
+                                break
+                            tp, pp = (1, k) if engine == "llama.cpp" else (k, 1)
+                            n += 1
+                            if n > MAX_SHAPES:
+                                raise VazaoError(f"plan: over {MAX_SHAPES:,} deployment shapes; narrow the "
+                                                 "models, GPUs, formats or engines")
+                            yield Shape(model, fmt, kv, gpu, tp, pp, engine)
