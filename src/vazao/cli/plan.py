@@ -137,14 +137,49 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
         err_console.print(f"error: every deployment was pruned ({reasons}){detail}", highlight=False)
         raise typer.Exit(1)
     api = _api(result, against_api) if against_api else None
+    commands = _commands(result)
+    launch = None
+    if emit is not None and result.winner is not None:
+        from vazao.plan.emit import command_for
+
+        launch = command_for(result.winner, result.lengths, emit)
     if json_out:
-        emit_json(plan_json(result, api=api))
+        doc = plan_json(result, commands=commands, api=api)
+        if launch is not None:
+            doc["launch"] = launch.to_json()
+            doc["bench_command"] = _bench(result)
+        emit_json(doc)
     else:
         render_plan(console, result)
         if api is not None:
             _print_api(api)
+        if launch is not None:
+            from vazao.report.plan_console import render_command
+
+            render_command(console, launch, _bench(result))
     if result.winner is None:
         raise typer.Exit(1)
+
+
+def _commands(result, top: int = 10) -> dict:
+    """Launch commands (shell strings) of the best simulated candidates, for the JSON."""
+    from vazao.plan.emit import command_for
+
+    out = {}
+    for c in [c for c in result.candidates if c.source == "simulated"][:top]:
+        try:
+            out[id(c)] = command_for(c, result.lengths).shell
+        except VazaoError:
+            continue  # no command for this engine and format: the JSON says null
+    return out
+
+
+def _bench(result) -> str:
+    from vazao.plan.commands import bench_command
+
+    t = result.inputs.traffic
+    return bench_command("http://127.0.0.1:8000/v1", result.inputs.workload, dict(result.inputs.slo.limits),
+                         rate=t.rate, concurrency=t.concurrency)
 
 
 def _api(result, price: str) -> dict:

@@ -92,3 +92,15 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
     if w is not None:
         console.print("next: add --emit vllm (or sglang, llama.cpp, trtllm) for the launch command; "
                       "--json for every candidate", highlight=False)
+
+
+def render_command(console: Console, cmd, bench: str) -> None:
+    """The winner's launch command, each flag with why, and the bench that checks it."""
+    console.print(f"\n[bold]launch ({cmd.engine})[/bold]  [dim]flags checked against {cmd.source}[/dim]")
+    console.print(cmd.shell, highlight=False, soft_wrap=True)
+    for flag, value, why in cmd.flags:
+        console.print(f"  {flag} {value}".rstrip() + f"  [dim]# {why}[/dim]", highlight=False)
+    for note in cmd.notes:
+        console.print(f"  [yellow]note[/yellow]: {note}", highlight=False)
+    console.print("\n[bold]then check it[/bold]", highlight=False)
+    console.print(bench, highlight=False, soft_wrap=True)

@@ -1,0 +1,67 @@
+"""Launch commands for a planned deployment (plan/commands.py): exact argv per engine, a reason for every
+flag, refusals for formats an engine does not serve, and `vazao plan --emit`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vazao.cli import app
+from vazao.errors import VazaoError
+from vazao.plan.commands import LaunchSpec, bench_command, launch_command, model_id
+
+SPEC = LaunchSpec(model="llama-3.1-70b", fmt="fp8", kv="fp8", tp=4, replicas=2, max_model_len=4096,
+                  max_num_seqs=160, max_num_batched_tokens=8192, gpu_memory_utilization=0.9)
+
+
+def test_vllm_argv():
+    c = launch_command("vllm", SPEC)
+    assert c.argv == ("vllm", "serve", "meta-llama/Llama-3.1-70B", "--dtype", "bfloat16", "--quantization", "fp8",
+                      "--tensor-parallel-size", "4", "--data-parallel-size", "2", "--kv-cache-dtype", "fp8",
+                      "--max-model-len", "4096", "--max-num-seqs", "160", "--max-num-batched-tokens", "8192",
+                      "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--port", "8000")
+
+
+def test_every_engine_explains_every_flag_and_names_its_source():
+    for engine in ("vllm", "sglang", "trtllm", "llama.cpp"):
+        spec = SPEC if engine != "llama.cpp" else LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp16", pp=2)
+        c = launch_command(engine, spec)
+        assert c.source and all(why for _, _, why in c.flags)
+        flags = [f for f in c.argv[len(c.program):] if f.startswith("-")]
+        assert flags == [f for f, _, _ in c.flags]  # nothing on the command line goes unexplained
+    sg = launch_command("sglang", SPEC).argv
+    assert sg[:5] == ("python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-70B")
+    assert "--max-running-requests" in sg and "--dp-size" in sg
+    trt = launch_command("trtllm", SPEC).argv
+    assert trt[:3] == ("trtllm-serve", "serve", "meta-llama/Llama-3.1-70B")
+    assert "--kv_cache_free_gpu_memory_fraction" in trt
+    lc = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp16", pp=2,
+                                                max_model_len=4096, max_num_seqs=4))
+    assert lc.argv[lc.argv.index("-c") + 1] == "16384"  # llama-server's -c is shared by its slots
+    assert "--split-mode" in lc.argv
+
+
+@pytest.mark.parametrize("engine,fmt", [("llama.cpp", "int4-awq"), ("vllm", "q4_k_m"), ("trtllm", "q4_k_m")])
+def test_refusals_are_one_line(engine, fmt):
+    with pytest.raises(VazaoError):
+        launch_command(engine, LaunchSpec(model="llama-3.1-8b", fmt=fmt, kv="fp16"))
+
+
+def test_model_ids_and_the_bench_command():
+    assert model_id("llama-3.1-8b") == "meta-llama/Llama-3.1-8B"
+    assert model_id("./my-model") == "./my-model"
+    assert bench_command("http://h:8000/v1", "chat", {"ttft_p95": 0.5}, rate=20) == (
+        "vazao bench http://h:8000/v1 --workload chat --requests 500 --rate 20 --slo ttft_p95=500ms")
+
+
+def test_plan_emit_prints_the_winners_command():
+    r = CliRunner().invoke(app, ["plan", "--models", "llama-3.1-8b", "--gpus", "h100-sxm", "--formats", "fp8",
+                                 "--traffic", "4/s", "--requests", "80", "--workers", "1", "--emit", "sglang",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["launch"]["engine"] == "sglang" and d["launch"]["shell"].startswith("python -m sglang.launch_server")
+    assert d["bench_command"].startswith("vazao bench ") and "--rate 4" in d["bench_command"]
+    assert d["candidates"][0]["command"].startswith("vllm serve ")
