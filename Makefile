@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # from pip's cache (a native build dies on CPUs with AMX); the editable install then finds it satisfied.
 $(DEV_STAMP): pyproject.toml constraints/llama-server.txt scripts/install-llama-server.sh | $(BIN)/python
 	scripts/install-llama-server.sh $(VENV)
-	$(BIN)/pip install -q -c constraints/llama-server.txt -e '.[dev,tokenizers,llama-server,fast]'
+	$(BIN)/pip install -q -c constraints/llama-server.txt -e '.[dev,tokenizers,llama-server,fast,ray]'
 	touch $@ $(STAMP)
 
 install: $(STAMP)

@@ -59,7 +59,10 @@ def test_breakeven_cli_analytic():
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert Decimal(d["api_usd_per_request"]) == Decimal("0.007")  # 2,000 × $2/M + 300 × $10/M
-    assert [r["gpu"] for r in d["rows"]] == ["h100-sxm", "a100-sxm-80gb"]
+    assert sorted(r["gpu"] for r in d["rows"]) == ["a100-sxm-80gb", "h100-sxm"]
+    be = [r["breakeven_requests_per_day"] for r in d["rows"]]
+    assert be == sorted(be, key=lambda x: (x is None, x or 0))  # the best deployment first
+    assert d["winner"] == (d["rows"][0]["gpu"] if be[0] is not None else None)
     for r in d["rows"]:
         assert r["selfhost"]["throughput_source"] == "analytic"
         if r["breakeven_requests_per_day"] is not None:

@@ -119,10 +119,10 @@ def test_simulated_search_finds_the_highest_concurrency_that_meets_the_slo():
 
 def test_selfhost_cli_names_its_throughput_source(tmp_path):
     base = ["cost", "selfhost", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--usd-per-hour", "1.8", "--count", "1"]
-    res = runner.invoke(app, [*base, "--input", "1000", "--output", "250", "--analytic", "--json"])
+    res = runner.invoke(app, [*base, "--input", "1000", "--output", "250", "--analytic", "--slo", "none", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    assert d["throughput_source"] == "analytic" and d["usd_per_gpu_hour"] == "1.8"
+    assert d["throughput_source"] == "analytic" and d["usd_per_gpu_hour"] == "1.8" and d["slo"] is None
     dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
     out, _ = max_load_throughput(dep, 1000, 250)
     expected = (Decimal("1.8") / (Decimal(repr(out)) * 3600) * 1_000_000).quantize(Decimal("0.000001"))
@@ -134,7 +134,7 @@ def test_selfhost_cli_names_its_throughput_source(tmp_path):
 
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"summary": summary().to_json()}), encoding="utf-8")
-    res = runner.invoke(app, [*base, "--measured", str(run), "--json"])
+    res = runner.invoke(app, [*base, "--measured", str(run), "--slo", "none", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["throughput_source"] == "measured"
@@ -157,3 +157,21 @@ def test_catalog_rental_price_is_reused():
 
     assert Decimal(d["usd_per_gpu_hour"]) == Decimal(repr(get_accelerator("h100-sxm").usd_per_hour))
     assert d["usd_per_gpu_hour_source"].startswith("catalog:")
+
+
+def test_selfhost_states_its_default_slo_and_costs_a_given_traffic():
+    base = ["cost", "selfhost", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--count", "1", "--input", "1000",
+            "--output", "250", "--analytic"]
+    res = runner.invoke(app, base)
+    assert res.exit_code == 0 and "SLO: ttft_p95 ≤ 1000 ms, tpot_p95 ≤ 50 ms (the default" in res.output
+    d = json.loads(runner.invoke(app, [*base, "--json"]).stdout)
+    assert d["slo_is_default"] is True and d["slo"] == {"ttft_p95": 1.0, "tpot_p95": 0.05}
+    full = d
+    rps = float(full["throughput"]["requests_per_s"])
+    # twice the capacity: two copies, each fully busy, the same $/Mtok
+    two = json.loads(runner.invoke(app, [*base, "--traffic", f"{2 * rps}/s", "--json"]).stdout)
+    assert two["gpus"] == 2 and Decimal(two["usd_per_mtok_output"]) == Decimal(full["usd_per_mtok_output"])
+    # half the capacity: one copy, half busy, twice the $/Mtok
+    half = json.loads(runner.invoke(app, [*base, "--traffic", f"{rps / 2}/s", "--json"]).stdout)
+    assert half["gpus"] == 1
+    assert float(half["usd_per_mtok_output"]) == pytest.approx(2 * float(full["usd_per_mtok_output"]), rel=1e-3)

@@ -140,3 +140,14 @@ def test_a_miss_says_what_would_fit():
     assert alts[0].fmt == "fp16" and alts[0].count > 1 and alts[0].tp == alts[0].count
     assert any(a.count == 1 and a.fmt == "int4-awq" for a in alts)
     assert all(a.max_concurrent_sequences >= 1 for a in alts)
+
+
+def test_fit_on_a_miss_says_what_would_fit():
+    r = CliRunner().invoke(app, ["fit", "llama-3.1-70b", "--gpu", "a100-sxm-80gb", "--format", "fp16"])
+    assert r.exit_code == 0
+    assert "would fit: 4× tp4 fp16, or 1× int4-awq" in r.output
+    d = json.loads(CliRunner().invoke(app, ["fit", "llama-3.1-70b", "--gpu", "a100-sxm-80gb", "--format", "fp16",
+                                            "--json"]).stdout)
+    assert d["fits"] is False and d["fits_instead"][0]["count"] == 4
+    d = json.loads(CliRunner().invoke(app, ["fit", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]).stdout)
+    assert "fits_instead" not in d

@@ -15,13 +15,14 @@ from vazao.catalog.hardware import accelerators, get_accelerator
 from vazao.catalog.prices import all_prices, get_price, load_prices, usd_str
 from vazao.cli.app import JSON, app, console, emit_json
 from vazao.cost.agent import AgentTask, bill_agent
-from vazao.cost.breakeven import bill_workload, break_even, choose_count
+from vazao.cost.breakeven import bill_workload, break_even, choose_count, ranked_break_evens
 from vazao.cost.conversation import Conversation, bill_conversation, levers
 from vazao.cost.ledger import TokenLedger, bill_requests, check_ttl, line, make_bill
 from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
 from vazao.cost.price_import import convert, dump_prices, read_litellm
 from vazao.cost.selfhost import (
     analytic_throughput,
+    at_traffic,
     gpu_rate,
     parse_utilisation,
     selfhost_cost,
@@ -45,8 +46,10 @@ BATCH = typer.Option(False, "--batch", help="Bill at the batch endpoint's prices
 PER_DAY = typer.Option(None, "--per-day", help="Also show the bill for this many per day.")
 FMT = typer.Option(None, "--format", "-f", help="Weight format (default bf16, fp16 before Ampere).")
 ENGINE = typer.Option("vllm", "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp …")
-SLO_OPT = typer.Option(None, "--slo", help="Latency limits the throughput must meet, "
-                       "e.g. ttft_p95=500ms,tpot_p95=50ms.")
+SLO_OPT = typer.Option(None, "--slo", help="Latency limits the throughput must meet, e.g. "
+                       "ttft_p95=500ms,tpot_p95=50ms (default ttft_p95=1s,tpot_p95=50ms; none: no limit).")
+TRAFFIC = typer.Option(None, "--traffic", help="Cost at this load: a request rate (20/s); enough copies of the "
+                                               "deployment carry it, each as busy as the traffic makes it.")
 UTIL = typer.Option("1", "--utilisation", "-u", help="Share of paid GPU hours at full SLO throughput (0–1].")
 WORKLOAD = typer.Option(None, "--workload", "-w", help="Workload YAML or built-in name (chat, support, …).")
 INPUT = typer.Option(None, "--input", "-i", help="Prompt tokens per request (instead of a workload).")
@@ -343,10 +346,28 @@ def _selfhost(model, gpu, count, fmt, engine, usd_per_hour, util, w, inp, out, c
     return _cost(dep, usd_per_hour, util, tp)
 
 
-def _has_simulator() -> bool:
-    import importlib.util
+def _slo(text: str | None):
+    """(SLO or None, the line that says which): the default when none is given; "none" for no limit."""
+    from vazao.plan import DEFAULT_SLO
 
-    return importlib.util.find_spec("vazao.sim") is not None
+    if text is not None and text.strip().lower() == "none":
+        return None, "SLO: none (throughput at saturation, whatever the latency)"
+    s = SLO.parse(text or DEFAULT_SLO)
+    limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in s.limits.items())
+    return s, f"SLO: {limits}" + (" (the default; --slo to change, --slo none for none)" if text is None else "")
+
+
+def _traffic(text: str | None, utilisation: str):
+    if text is None:
+        return None
+    from vazao.plan import Traffic
+
+    t = Traffic.parse(text)
+    if t.rate is None:
+        raise VazaoError("--traffic for cost is a request rate (20/s): the deployment's cost at that load")
+    if str(utilisation).strip() != "1":
+        raise VazaoError("give --traffic or --utilisation, not both: the traffic sets how busy the GPUs are")
+    return t.rate
 
 
 @cost_app.command("selfhost")
@@ -356,6 +377,7 @@ def cost_selfhost_cmd(
     count: int = typer.Option(None, "--count", "-n", help="GPUs (default: the cheapest per request of 1, 2, 4, 8)."),
     usd_per_hour: str = typer.Option(None, "--usd-per-hour", help="$/GPU-hour (default: the GPU catalog's)."),
     workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    traffic: str = TRAFFIC,
     measured: Path = typer.Option(None, "--measured", help="Take throughput from a `vazao bench` JSON run."),
     utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
     json_out: bool = JSON,
@@ -369,13 +391,17 @@ def cost_selfhost_cmd(
         w = None
     else:
         inp, out, cached, w, _plan = _shape(workload, input_tokens, output_tokens)
-    s = SLO.parse(slo) if slo is not None else None
+    s, slo_note = _slo(slo)
+    rps = _traffic(traffic, utilisation)
     c = _selfhost(model, gpu, count, fmt, engine, usd_per_hour, utilisation, w, inp, out, cached, s, measured,
                   analytic)
+    if rps is not None:
+        c = at_traffic(c, rps)
     if json_out:
         emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
-                   **c.to_json()})
+                   "slo_is_default": slo is None, "traffic_requests_per_s": rps, **c.to_json()})
         return
+    console.print(slo_note, highlight=False)
     print_lines(console, R.selfhost_lines(c))
 
 
@@ -395,7 +421,7 @@ def cost_breakeven_cmd(
     table = _price(price, prices_file)
     utilisation = parse_utilisation(utilisation)
     inp, out, cached, w, plan = _shape(workload, input_tokens, output_tokens)
-    s = SLO.parse(slo) if slo is not None else None
+    s, slo_note = _slo(slo)
     if plan is not None:
         api = bill_workload(plan, table, cache)
         per_request = api.total_usd / api.requests
@@ -406,11 +432,15 @@ def cost_breakeven_cmd(
     for gpu in gpu_ids:
         c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
         rows.append(break_even(c, get_accelerator(gpu).id, table.id, per_request, inp + out))
+    rows = ranked_break_evens(rows)
     if json_out:
         emit_json({"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
                    "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
-                   "slo": dict(s.limits) if s else None, "rows": [r.to_json() for r in rows]})
+                   "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
+                   "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
+                   "rows": [r.to_json() for r in rows]})
         return
+    console.print(slo_note, highlight=False)
     console.print(R.breakeven_table(rows, table.id, per_request))
 
 
@@ -535,7 +565,7 @@ def budget_check_cmd(
             summary = simulated_summary(dep, task.tokens_per_call, concurrency) if use_sim else None
             return summary or analytic_summary(dep, task.tokens_per_call, concurrency)
 
-        kind = "simulated" if use_sim and _has_simulator() else "analytic"
+        kind = "simulated" if use_sim else "analytic"
         label = f"{kind}: {dep.label()} at concurrency {concurrency}"
     result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict)
     if json_out:

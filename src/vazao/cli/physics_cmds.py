@@ -36,13 +36,23 @@ def fit_cmd(
     check_positive(count=count, context=context, tp=tp, pp=pp)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     f = fit(dep, context)
+    alternatives = []
+    if not f.fits and not ideal:
+        from vazao.plan.alternatives import what_fits
+
+        alternatives = what_fits(model, gpu, dep.weight_format.name, context, engine=dep.engine.name)
     if json_out:
         emit_json({"deployment": dep.label(), "model": dep.model.name, "gpu": dep.accelerator.id,
                    "count": dep.count, "tp": dep.tp, "pp": dep.pp, "format": dep.weight_format.name,
                    "kv_format": dep.kv_format.name, "engine": dep.engine.name, "ideal": ideal,
-                   "format_status": dep.support.status, **f.to_json()})
+                   "format_status": dep.support.status, **f.to_json(),
+                   **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {})})
         return
     print_lines(console, fit_lines(dep.label(), f))
+    if not f.fits:
+        console.print("would fit: " + (", or ".join(a.describe() for a in alternatives) if alternatives else
+                                       "nothing up to 8 GPUs of this kind, in this format or a narrower one"),
+                      highlight=False)
 
 
 @app.command("estimate")

@@ -110,6 +110,18 @@ def break_even(cost: SelfHostCost, gpu: str, api_price: str, api_usd_per_request
     return BreakEven(gpu, cost, api_price, api_usd_per_request, float(capacity), None, None, None, saving)
 
 
+def ranked_break_evens(rows: Iterable[BreakEven]) -> list[BreakEven]:
+    """Best first: the deployment that beats the API at the lowest traffic; then those that never do,
+    by $/request (None: cannot serve)."""
+    def key(r: BreakEven):
+        per = r.selfhost.usd_per_request
+        return (r.breakeven_requests_per_day is None,
+                r.breakeven_requests_per_day if r.breakeven_requests_per_day is not None else 0.0,
+                per is None, per if per is not None else Decimal(0))
+
+    return sorted(rows, key=key)
+
+
 def cheapest(candidates: Iterable[tuple[SelfHostCost, object]]) -> tuple[SelfHostCost, object] | None:
     """The candidate with the lowest $/request (None when none can serve the workload)."""
     best = None

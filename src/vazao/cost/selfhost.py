@@ -315,3 +315,22 @@ def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -
     tp = throughput_from_summary(s, "simulated", detail)
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
                       share, best_c)
+
+
+def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
+    """The deployment `c` (costed at its SLO capacity) serving `requests_per_s`: enough copies of it to
+    carry the traffic, each as busy as the traffic makes it (utilisation = traffic / capacity)."""
+    import math
+
+    cap = c.throughput.requests_per_s
+    if cap <= 0:
+        raise VazaoError(f"{c.deployment} serves no request within the SLO: it cannot carry any traffic")
+    copies = max(1, math.ceil(requests_per_s / cap - 1e-9))
+    util = to_decimal(requests_per_s / (copies * cap)).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+    tp = c.throughput
+    scaled = replace(tp, requests_per_s=tp.requests_per_s * copies, input_tokens_per_s=tp.input_tokens_per_s * copies,
+                     output_tokens_per_s=tp.output_tokens_per_s * copies,
+                     detail=f"{tp.detail}; ×{copies} to carry {requests_per_s:g} req/s" if copies > 1 else tp.detail)
+    label = c.deployment if copies == 1 else f"{copies} × {c.deployment}"
+    return selfhost_cost(label, c.gpus * copies, c.usd_per_gpu_hour, c.usd_per_gpu_hour_source, scaled,
+                         max(util, Decimal("0.0001")))

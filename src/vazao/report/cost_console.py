@@ -137,13 +137,14 @@ def selfhost_lines(c) -> list[str]:
 
 def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) -> Table:
     t = Table(title=f"Break-even against {api_price} ({usd(api_per_request)} per request)", title_justify="left")
-    for col in ("deployment", "$/h", "capacity req/day", "$/request", "$/M out", "throughput from",
+    for col in ("", "deployment", "$/h", "capacity req/day", "$/request", "$/M out", "throughput from",
                 "break-even req/day", "verdict"):
         t.add_column(col, overflow="fold")
-    for r in rows:
+    for i, r in enumerate(rows):
         c = r.selfhost
         be = "-" if r.breakeven_requests_per_day is None else f"{r.breakeven_requests_per_day:,.0f}"
-        t.add_row(c.deployment, usd(c.usd_per_hour, 2), f"{r.capacity_requests_per_day:,.0f}",
+        mark = "[bold green]best[/]" if i == 0 and r.breakeven_requests_per_day is not None else ""
+        t.add_row(mark, c.deployment, usd(c.usd_per_hour, 2), f"{r.capacity_requests_per_day:,.0f}",
                   usd(c.usd_per_request), usd(c.usd_per_mtok_output), c.throughput.source, be, r.verdict)
     return t
 
