@@ -157,3 +157,15 @@ def test_validate_json_over_a_slice_of_the_shared_file(tmp_path):
     assert s["rows"] == 59 and 0 < s["coverage"] <= 1
     for row in doc["rows"]:
         assert ("skipped" in row) or {"id", "metric", "measured", "predicted", "ape", "regime", "band"} <= set(row)
+
+
+def test_the_first_guess_profiles_pin_every_calibrated_value():
+    # bench/holdout_bench.py starts every held-out fit from this file: a value it leaves out would be read from
+    # the shipped calibration, fitted on the held-out rows too
+    import yaml
+
+    from vazao.physics.profiles import CALIBRATED
+
+    doc = yaml.safe_load((Path(__file__).parent.parent / "bench" / "first_guess_profiles.yaml").read_text())
+    for name, entry in doc["engines"].items():
+        assert not [k for k in CALIBRATED if k not in entry], name

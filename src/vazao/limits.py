@@ -49,3 +49,4 @@ OPTION_MAX = {
     "block_size": MAX_BLOCK, "block": MAX_BLOCK, "max_queue": MAX_QUEUE, "spec_k": MAX_SPEC_K,
     "concurrency": MAX_CONCURRENCY, "turns": MAX_TURNS, "calls": MAX_CALLS, "agents": MAX_CALLS,
 }
+MAX_BENCH_REQUESTS = 10**7  # per bench level; the plan is generated lazily, but a run this long is a typo

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vazao import limits
 from vazao.bench import redact, server_facts
 from vazao.bench.client import StreamClient, Target, load_tokenizer
 from vazao.bench.load import LevelResult, LoadOptions, find_max, run_level
@@ -24,7 +25,7 @@ from vazao.results import SLO, RequestRecord, RunSummary
 
 __all__ = ["MAX_REQUESTS", "BenchConfig", "BenchResult", "run_bench"]
 
-MAX_REQUESTS = 10**7  # per level; the plan is generated lazily, but a run this long is a typo
+MAX_REQUESTS = limits.MAX_BENCH_REQUESTS
 
 DEFINITIONS = {
     "ttft": "send → first chunk with non-empty content",

@@ -3,7 +3,6 @@ simulator uses, rebuild a summary from a run's records, and set runs (or a predi
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -12,23 +11,21 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from vazao import inputs
-from vazao.bench import redact
-from vazao.bench.client import Target, error_kind
-from vazao.bench.loop import run as run_loop
-from vazao.bench.preflight import BenchRefused
-from vazao.bench.records import LogContents, read_log, read_runs
-from vazao.bench.render import compare_table, summary_lines, summary_table, sweep_table
-from vazao.bench.session import DEFINITIONS, MAX_REQUESTS, BenchConfig, BenchResult, run_bench
 from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, report_error
 from vazao.errors import VazaoError
-from vazao.results import SLO, RunSummary, summarize
+from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
 from vazao.units import parse_duration
+
+if TYPE_CHECKING:
+    from vazao.bench.records import LogContents
+    from vazao.bench.session import BenchConfig, BenchResult
+    from vazao.results import SLO, RunSummary
 
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
 MAX_DURATION_S = 30 * 86400.0  # a month: longer is a typo, and asyncio's timers overflow far above it
@@ -117,6 +114,11 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def _run(cfg: BenchConfig, result: BenchResult) -> int | None:
     """Run the bench; SIGINT and SIGTERM cancel it, the requests in flight end as `cancelled`
     records and the summary is still made. Returns the signal that interrupted it, or None."""
+    import asyncio
+
+    from vazao.bench.loop import run as run_loop
+    from vazao.bench.session import run_bench
+
     got: list[int] = []
 
     def early(signum, frame):  # before the loop handles signals itself
@@ -183,6 +185,8 @@ def _signals_restored():
 
 def _say(text: str, *, err: bool = False, markup: str = "") -> None:
     """One line of output: secrets masked, and the text (server words in it) never read as markup."""
+    from vazao.bench import redact
+
     (err_console if err else console).print(markup + escape(redact.redact(text)), highlight=False, soft_wrap=err)
 
 
@@ -229,6 +233,8 @@ def bench_cmd(
     """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL.
     Ctrl-C or SIGTERM stops it: the requests in flight are recorded as cancelled and the summary
     of what was measured is printed and written (exit 130, or 143 for SIGTERM)."""
+    from vazao.bench import redact
+
     hdrs: dict[str, str] = {}
     with contextlib.suppress(VazaoError):
         hdrs = _headers(header)
@@ -243,6 +249,10 @@ def bench_cmd(
 
 
 def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None]:
+    from vazao.bench.client import Target
+    from vazao.bench.session import BenchConfig
+    from vazao.results import SLO
+
     out_path, records_path = _paths(o["output"], o["records"], o["force"])
     hdrs = _headers(o["header"])
     c, r = o["concurrency"], o["rate"]
@@ -272,6 +282,10 @@ def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None]:
 
 
 def _bench(url: str, *, json_out: bool, **o: Any) -> None:
+    from vazao.bench import redact
+    from vazao.bench.preflight import BenchRefused
+    from vazao.bench.session import BenchResult
+
     try:
         cfg, out_path = _config(url, o)
     except VazaoError as exc:
@@ -300,6 +314,9 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
 
 
 def _exit_code(result: BenchResult) -> int:
+    from vazao.bench import redact
+    from vazao.bench.client import error_kind
+
     recs = result.all_records()
     if recs and all(error_kind(r.error) == "connect" for r in recs):  # --no-probe at a wrong URL: bad input
         detail = recs[0].error.split(":", 1)[1].strip()
@@ -319,6 +336,8 @@ def _exit_code(result: BenchResult) -> int:
 
 
 def _print_result(result: BenchResult, out_path: Path | None) -> None:
+    from vazao.bench.render import summary_lines, summary_table, sweep_table
+
     cfg = result.config
     pre = result.preflight
     model = pre.model if pre else cfg.target.model
@@ -366,10 +385,16 @@ def _fmt_counts(c: dict[str, int]) -> str:
 
 
 def log_summary(path: Path, slo: SLO | None, run: str | None = None) -> dict[str, Any]:
+    from vazao.bench.records import read_log
+
     return _log_summary(read_log(path, run), path, slo)
 
 
 def _log_summary(log: LogContents, path: Path, slo: SLO | None) -> dict[str, Any]:
+    from vazao.bench.client import error_kind
+    from vazao.bench.session import DEFINITIONS
+    from vazao.results import summarize
+
     if not log.records:
         what = "warm-up requests only" if log.warmup else "no request records"
         raise VazaoError(f"{path} (run {log.run_id}) holds {what}: nothing to summarize "
@@ -400,6 +425,8 @@ def _log_summary(log: LogContents, path: Path, slo: SLO | None) -> dict[str, Any
 
 
 def _show_log(data: dict[str, Any], path: Path, slo: SLO | None, json_out: bool) -> None:
+    from vazao.bench.render import summary_lines, summary_table, sweep_table
+
     if json_out:
         emit_json(data)
         return
@@ -434,6 +461,8 @@ def summarize_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Rebuild the summary from a run's records file (e.g. after Ctrl-C or a crash)."""
+    from vazao.results import SLO
+
     try:
         limits = SLO.parse(slo) if slo else None
         inputs.input_file(records, "records file", allow_special=True)
@@ -449,6 +478,9 @@ def summarize_cmd(
 def _load_summaries(path: Path, slo: SLO | None, wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
     """(name, summary, data) for a result JSON, or for the run(s) of a records JSONL: its only run,
     else each of `wanted` that it holds (named file#run)."""
+    from vazao.bench.records import read_runs
+    from vazao.results import RunSummary
+
     inputs.input_file(path, "bench result", allow_special=True)
     if path.suffix == ".jsonl":
         runs = read_runs(path)
@@ -489,6 +521,9 @@ def compare_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Measured runs side by side, or measured against predicted on the same workload."""
+    from vazao.bench.render import compare_table
+    from vazao.results import SLO
+
     try:
         limits = SLO.parse(slo) if slo else None
         names, summaries, datas = [], [], []

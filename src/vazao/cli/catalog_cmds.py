@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from vazao.catalog.formats import formats, support
-from vazao.catalog.hardware import accelerators, get_accelerator
-from vazao.catalog.models import models
 from vazao.cli.app import JSON, app, console, emit_json
-from vazao.report.console import formats_table, gpus_table, models_table
 
 
 @app.command("models")
 def models_cmd(json_out: bool = JSON) -> None:
     """The model architectures vazao knows (read from their config.json numbers)."""
+    from vazao.catalog.models import models
+    from vazao.report.console import models_table
+
     rows = [
         {
             "name": m.name, "family": m.family, "params": m.total_params, "active_params": m.active_params,
@@ -33,6 +32,9 @@ def models_cmd(json_out: bool = JSON) -> None:
 @app.command("gpus")
 def gpus_cmd(json_out: bool = JSON) -> None:
     """The accelerators vazao knows: memory, bandwidth, dense peaks, links, rental price."""
+    from vazao.catalog.hardware import accelerators
+    from vazao.report.console import gpus_table
+
     rows = [
         {
             "id": a.id, "name": a.name, "vendor": a.vendor, "generation": a.generation,
@@ -59,6 +61,10 @@ def formats_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
+    from vazao.catalog.formats import formats, support
+    from vazao.catalog.hardware import get_accelerator
+    from vazao.report.console import formats_table
+
     acc = get_accelerator(gpu) if gpu is not None else None
     if engine is not None:
         from vazao.physics.profiles import get_engine

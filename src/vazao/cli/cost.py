@@ -10,34 +10,9 @@ from pathlib import Path
 import typer
 
 from vazao import limits
-from vazao.budget import analytic_summary, check_budget, load_budget, read_run, simulated_summary
-from vazao.catalog.hardware import accelerators, get_accelerator
-from vazao.catalog.prices import all_prices, get_price, load_prices, usd_str
 from vazao.cli.app import JSON, app, console, emit_json
-from vazao.cost.agent import AgentTask, bill_agent
-from vazao.cost.breakeven import bill_workload, break_even, choose_count, ranked_break_evens
-from vazao.cost.conversation import Conversation, bill_conversation, levers
-from vazao.cost.ledger import TokenLedger, bill_requests, check_ttl, line, make_bill
-from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
-from vazao.cost.price_import import convert, dump_prices, read_litellm
-from vazao.cost.selfhost import (
-    analytic_throughput,
-    at_traffic,
-    gpu_rate,
-    parse_utilisation,
-    selfhost_cost,
-    simulated_throughput,
-    throughput_from_summary,
-    to_decimal,
-)
-from vazao.cost.training import training_cost
-from vazao.cost.usage import bill_usage
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file, split_list, write_text
-from vazao.report import cost_console as R
-from vazao.report.console import print_lines
-from vazao.results import SLO
-from vazao.units import parse_count, parse_duration
 
 PRICE = typer.Option(..., "--price", "-p", help="API price id or alias (see `vazao prices`).")
 PRICES_FILE = typer.Option(None, "--prices", help="Extra prices YAML (e.g. from `vazao prices import`).")
@@ -58,6 +33,8 @@ ANALYTIC = typer.Option(False, "--analytic", help="Use the closed-form model, no
 
 
 def _extra(prices_file: Path | None):
+    from vazao.catalog.prices import load_prices
+
     return load_prices(prices_file) if prices_file is not None else None
 
 
@@ -74,6 +51,8 @@ def _cache_ttl(cache: str | None) -> str | None:
 
 
 def _price(name: str, prices_file: Path | None):
+    from vazao.catalog.prices import get_price
+
     return get_price(name, _extra(prices_file))
 
 
@@ -92,6 +71,11 @@ def prices_cmd(
     json_out: bool = JSON,
 ) -> None:
     """The catalog of API prices, USD per million tokens (--gpus: GPU rental per hour)."""
+    from vazao.catalog.hardware import accelerators
+    from vazao.catalog.prices import all_prices
+    from vazao.cost.selfhost import to_decimal
+    from vazao.report import cost_console as R
+
     if ctx.invoked_subcommand:
         return
     if gpus:
@@ -123,6 +107,8 @@ def prices_import_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Convert a price file to vazao's prices format (use it with --prices FILE)."""
+    from vazao.cost.price_import import convert, dump_prices, read_litellm
+
     if not from_litellm:
         raise VazaoError("say which format to import: --from-litellm")
     if as_of is not None:
@@ -154,6 +140,10 @@ app.add_typer(bill_app, name="bill")
 
 def _show_bill(bill, title: str, json_out: bool, per_day: int | None, extra: dict | None = None,
                after=None) -> None:
+    from vazao.catalog.prices import usd_str
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+
     if per_day is not None:
         number(per_day, "--per-day", minimum=0, maximum=limits.MAX_COUNT, integer=True)
     per_day_usd = bill.total_usd * per_day if per_day is not None else None
@@ -182,6 +172,8 @@ def bill_request_cmd(
     cache: str = CACHE, batch: bool = BATCH, prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """One request's bill from its token ledger."""
+    from vazao.cost.ledger import TokenLedger, check_ttl, line, make_bill
+
     led = TokenLedger(new_input=_tokens("--input", input_tokens), cache_read=_tokens("--cached", cached),
                       cache_write=_tokens("--cache-write", cache_write), output=_tokens("--output", output_tokens),
                       reasoning=_tokens("--reasoning", reasoning))
@@ -205,6 +197,9 @@ def bill_conversation_cmd(
     json_out: bool = JSON,
 ) -> None:
     """A conversation whose history is re-sent each turn; --cache caches the system prompt."""
+    from vazao.cost.conversation import Conversation, bill_conversation, levers
+    from vazao.report import cost_console as R
+
     number(turns, "--turns", minimum=1, maximum=limits.MAX_TURNS, integer=True)
     for what, v in (("--system", system), ("--user", user), ("--reply", reply), ("--reasoning", reasoning)):
         _tokens(what, v)
@@ -231,6 +226,8 @@ def bill_agent_cmd(
     json_out: bool = JSON,
 ) -> None:
     """An agentic task: agents × calls × (context + reply)."""
+    from vazao.cost.agent import AgentTask, bill_agent
+
     for what, v in (("--calls", calls), ("--agents", agents)):
         number(v, what, minimum=1, maximum=limits.MAX_CALLS, integer=True)
     for what, v in (("--context", context), ("--reply", reply), ("--cached-context", cached_context),
@@ -257,6 +254,11 @@ def bill_usage_cmd(
 ) -> None:
     """Bill a log of real requests, each line at its own model's price; malformed lines are counted
     and reported, the rest billed."""
+    from vazao.catalog.prices import get_price
+    from vazao.cost.usage import bill_usage
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+
     extra = _extra(prices_file)
     table = get_price(price, extra) if price else None
     ub = bill_usage(log, table, batch, cache, extra)
@@ -309,12 +311,17 @@ def _deployment(model: str, gpu: str, count: int, fmt: str | None, engine: str):
 
 
 def _cost(dep, usd_per_hour: str | None, util: str, tp):
+    from vazao.cost.selfhost import gpu_rate, selfhost_cost
+
     rate, rate_src = gpu_rate(dep.accelerator, usd_per_hour)
     return selfhost_cost(dep.label(), dep.count, rate, rate_src, tp, util)
 
 
 def _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, slo) -> int:
     """The GPU count (1, 2, 4, 8) with the lowest $/request on the analytic model."""
+    from vazao.cost.breakeven import choose_count
+    from vazao.cost.selfhost import analytic_throughput
+
     _deployment(model, gpu, 1, fmt, engine)  # an unknown model, GPU or format fails here, not as "no fit"
 
     def build(n: int):
@@ -331,6 +338,9 @@ def _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, s
 def _selfhost(model, gpu, count, fmt, engine, usd_per_hour, util, w, inp, out, cached, slo,
               measured: Path | None, analytic: bool):
     """Self-hosted cost; throughput from a measured run, else the simulator, else the analytic model."""
+    from vazao.budget import read_run
+    from vazao.cost.selfhost import analytic_throughput, simulated_throughput, throughput_from_summary
+
     if count is None:
         if measured is not None:
             raise VazaoError("with --measured, say how many GPUs served the run (--count)")
@@ -349,6 +359,7 @@ def _selfhost(model, gpu, count, fmt, engine, usd_per_hour, util, w, inp, out, c
 def _slo(text: str | None):
     """(SLO or None, the line that says which): the default when none is given; "none" for no limit."""
     from vazao.plan import DEFAULT_SLO
+    from vazao.results import SLO
 
     if text is not None and text.strip().lower() == "none":
         return None, "SLO: none (throughput at saturation, whatever the latency)"
@@ -383,6 +394,10 @@ def cost_selfhost_cmd(
     json_out: bool = JSON,
 ) -> None:
     """$/Mtok of a self-hosted deployment at the throughput that meets the SLO."""
+    from vazao.cost.selfhost import at_traffic, gpu_rate, parse_utilisation
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+
     utilisation = parse_utilisation(utilisation)
     if usd_per_hour is not None:
         gpu_rate(None, usd_per_hour)  # a bad figure fails here, not as "no GPU count serves"
@@ -416,6 +431,13 @@ def cost_breakeven_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type."""
+    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.prices import usd_str
+    from vazao.cost.breakeven import bill_workload, break_even, ranked_break_evens
+    from vazao.cost.ledger import TokenLedger, bill_requests
+    from vazao.cost.selfhost import parse_utilisation
+    from vazao.report import cost_console as R
+
     gpu_ids = split_list(gpus, "--gpus", max_items=16)
     cache = _cache_ttl(cache)
     table = _price(price, prices_file)
@@ -457,6 +479,12 @@ def cost_train_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Training cost: 6·N·D FLOPs over peak × MFU, in GPU-hours and dollars."""
+    from vazao.catalog.hardware import get_accelerator
+    from vazao.cost.training import training_cost
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+    from vazao.units import parse_count
+
     n = number(parse_count(params), "--params", minimum=0, exclusive_min=True, maximum=limits.MAX_PARAMS)
     d = number(parse_count(tokens), "--tokens", minimum=0, exclusive_min=True, maximum=limits.MAX_TRAIN_TOKENS)
     number(mfu, "--mfu", minimum=0, exclusive_min=True, maximum=1)
@@ -483,6 +511,11 @@ def prefix_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Find the longest static prefix, the cache hit rate, savings and what breaks the prefix."""
+    from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+    from vazao.units import parse_duration
+
     if unit not in ("token", "char"):
         raise VazaoError(f"--unit is token or char, got {unit[:40]!r}")
     if block is not None:
@@ -533,6 +566,10 @@ def budget_check_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Cost per task, margin and latency against the budget; exit 1 when any task misses."""
+    from vazao.budget import analytic_summary, check_budget, load_budget, simulated_summary
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+
     budget = load_budget(budget_file, _extra(prices_file))
     per_task, all_tasks = {}, None
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 import typer
 
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_int_list
-from vazao.estimate import estimate
-from vazao.physics.memory import fit
-from vazao.report.console import estimate_footer, estimate_table, fit_lines, print_lines
-from vazao.scenario import deployment_for
 
 MODEL = typer.Argument(..., help="Catalog name (llama-3.1-70b), a config.json path, or a .gguf file.")
 GPU = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, A100-SXM4-80GB, rtx-4090).")
@@ -33,6 +29,10 @@ def fit_cmd(
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
 ) -> None:
     """Does it fit? Weights, KV per token and per sequence, and how many sequences fit."""
+    from vazao.physics.memory import fit
+    from vazao.report.console import fit_lines, print_lines
+    from vazao.scenario import deployment_for
+
     check_positive(count=count, context=context, tp=tp, pp=pp)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     f = fit(dep, context)
@@ -65,6 +65,10 @@ def estimate_cmd(
     json_out: bool = JSON,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor."""
+    from vazao.estimate import estimate
+    from vazao.report.console import estimate_footer, estimate_table, print_lines
+    from vazao.scenario import deployment_for
+
     check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,

@@ -9,32 +9,23 @@ and "summary" is the first variant's; with a --rate or --concurrency list, "poin
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from vazao import limits
-from vazao.catalog.models import load_model
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_float_list, parse_int_list
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file
-from vazao.report.sim_console import (
-    header_lines,
-    points_table,
-    result_lines,
-    summary_table,
-    timeline_table,
-    variants_table,
-)
-from vazao.results import SLO, write_jsonl
-from vazao.scenario import deployment_for
-from vazao.sim import DisaggConfig, SimConfig, SpecConfig, compare, simulate, sweep
-from vazao.sim.config import parse_compare
-from vazao.sim.stats import thin
-from vazao.units import parse_bandwidth, parse_duration
-from vazao.workload import load_workload
+
+if TYPE_CHECKING:
+    from vazao.sim import SpecConfig
 
 
 def _spec(k: int | None, alpha: float | None, draft: str | None, ratio: float | None) -> SpecConfig | None:
+    from vazao.catalog.models import load_model
+    from vazao.sim import SpecConfig
+
     if k is None and alpha is None and draft is None and ratio is None:
         return None
     if k is None or alpha is None:
@@ -60,6 +51,8 @@ def _traffic(rate: str | None, concurrency: str | None) -> tuple[list[float], li
 
 
 def _write_records(path: Path, results) -> None:
+    from vazao.results import write_jsonl
+
     write_jsonl(path, (rec for r in results for rec in r.records()), "--records file")
 
 
@@ -109,6 +102,22 @@ def simulate_cmd(
 ) -> None:
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
     speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model."""
+    from vazao.report.sim_console import (
+        header_lines,
+        points_table,
+        result_lines,
+        summary_table,
+        timeline_table,
+        variants_table,
+    )
+    from vazao.results import SLO
+    from vazao.scenario import deployment_for
+    from vazao.sim import DisaggConfig, SimConfig, compare, simulate, sweep
+    from vazao.sim.config import parse_compare
+    from vazao.sim.stats import thin
+    from vazao.units import parse_bandwidth, parse_duration
+    from vazao.workload import load_workload
+
     check_positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue, spec_k=spec_k)
     if seed is not None:
@@ -183,6 +192,8 @@ def simulate_cmd(
 
 def _print_many(head: dict, table, named_results: list) -> None:
     """A comparison or a sweep: the header, its table, then each run's warnings under its name."""
+    from vazao.report.sim_console import header_lines
+
     for line in header_lines(head):
         console.print(line, highlight=False)
     console.print(table)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from vazao.catalog.arch import MAX_CONTEXT, ModelArch
 from vazao.catalog.formats import Format
 from vazao.errors import VazaoError
@@ -91,7 +89,9 @@ def free_bytes_per_gpu(dep, memory_bytes=None):
     eng = dep.engine
     if eng.memory_basis == "free":  # TensorRT-LLM: kv_cache_free_gpu_mem_fraction of what is left
         left = mem - overhead_bytes_per_gpu(dep) - weights
-        if isinstance(left, np.ndarray):  # a grid sweep: a shortfall stays the shortfall
+        if type(left).__module__ == "numpy":  # a grid sweep: a shortfall stays the shortfall
+            import numpy as np
+
             return np.where(left > 0, left * eng.gpu_memory_utilization, left)
         return left * eng.gpu_memory_utilization if left > 0 else left
     return mem * eng.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - weights

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from vazao.physics.memory import ACT_BYTES, free_bytes_per_gpu, kv_bytes_per_token_per_gpu, weights_bytes
 
 BOUNDS = ("compute", "memory", "communication", "overhead")
@@ -148,9 +146,22 @@ class ShardConstants:
 _SHARD_CACHE: dict[tuple, tuple] = {}
 
 
+def _is_array(x) -> bool:
+    """A numpy array (a grid sweep's), without importing numpy for the scalar path every command takes."""
+    return type(x).__module__ == "numpy"
+
+
+def _where(cond, a, b):
+    import numpy as np
+
+    return np.where(cond, a, b)
+
+
 def _max2(a, b):
     """max() that also works elementwise on numpy arrays (the grid sweep evaluates many GPUs at once)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
         return np.maximum(a, b)
     return a if a >= b else b
 
@@ -179,7 +190,7 @@ class StepConstants:
             self.memory_eff = 1.0 / (1.0 / eng.memory_efficiency + bandwidth / ceiling)
         self.kv_memory_eff = self.memory_eff * eng.attention_efficiency
         # `narrow`: the matmuls run on 8- or 4-bit tensor cores (a bool, or an array over accelerators)
-        narrow_f = np.where(narrow, eng.narrow_compute_efficiency, 1.0) if isinstance(narrow, np.ndarray) else (
+        narrow_f = _where(narrow, eng.narrow_compute_efficiency, 1.0) if _is_array(narrow) else (
             eng.narrow_compute_efficiency if narrow else 1.0)
         self.matmul_eff = eng.compute_efficiency * narrow_f
         if eng.compute_ceiling_flops:  # achieved = 1 / (1 / (peak × eff) + 1 / ceiling), as a share of the peak

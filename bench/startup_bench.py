@@ -1,0 +1,50 @@
+"""Start-up: CPU seconds of a few one-shot commands (the least of several runs, the machine being shared)
+and the modules `import vazao.cli` spends most on (python -X importtime). Issue 11's goal: `vazao
+estimate llama-3.1-8b --gpu h100-sxm` under 0.3 s of CPU."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "estimate": ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm"],
+    "fit": ["fit", "llama-3.1-70b", "--gpu", "h100-sxm", "--count", "8"],
+    "help": ["--help"],
+}
+RUNS = 7
+
+
+def cpu_s(argv: list[str]) -> float:
+    best = None
+    for _ in range(RUNS):
+        before = os.times()
+        subprocess.run([sys.executable, "-m", "vazao", *argv], cwd=ROOT, capture_output=True, check=True)
+        after = os.times()
+        used = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+        best = used if best is None else min(best, used)
+    return round(best, 3)
+
+
+def import_top(n: int = 8) -> list[dict]:
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", "import vazao.cli"], cwd=ROOT,
+                       capture_output=True, text=True)
+    rows = []
+    for line in p.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m:
+            rows.append({"module": m.group(4), "cumulative_ms": int(m.group(2)) / 1000, "depth": len(m.group(3))})
+    top = sorted((r for r in rows if r["depth"] <= 3), key=lambda r: -r["cumulative_ms"])[:n]
+    return [{"module": r["module"], "cumulative_ms": round(r["cumulative_ms"], 1)} for r in top]
+
+
+def run() -> dict:
+    # byte-compiled first, as an installed package is (this environment sets PYTHONDONTWRITEBYTECODE)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "vazao")], check=True,
+                   capture_output=True)
+    return {"before_issue_11_estimate_cpu_s": 0.82, "cpu_s": {k: cpu_s(v) for k, v in COMMANDS.items()}, "goal_estimate_cpu_s": 0.3,
+            "import_vazao_cli_top": import_top()}
