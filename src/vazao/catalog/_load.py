@@ -11,7 +11,6 @@ import yaml
 
 from vazao.errors import VazaoError
 
-
 # libyaml's loader where PyYAML was built with it: the same data (the catalogs are plain YAML, and a test
 # compares both loaders on every file) in a tenth of the time of the pure-Python one
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
