@@ -54,8 +54,8 @@ class Deployment:
                 shown = f"{v:,}" if v < 10**30 else f"a {len(str(v))}-digit number"
                 raise VazaoError(f"{name} must be at most {MAX_ACCELERATORS:,} accelerators, got {shown}")
         if self.count % (self.tp * self.pp):
-            raise VazaoError(
-                f"--count {self.count} is not a multiple of tp × pp = {self.tp * self.pp}")
+            raise VazaoError(f"{self.count} GPUs cannot be split into replicas of tp × pp = {self.tp * self.pp}: "
+                             "the GPU count must be a multiple of it")
         if self.pp > self.model.num_layers:
             raise VazaoError(f"pp={self.pp} exceeds the model's {self.model.num_layers} layers")
         check_tp(self.model, self.tp)
@@ -111,7 +111,7 @@ class Deployment:
 
 
 def make_deployment(
-    model: ModelArch,
+    model: str | ModelArch,
     gpu: str | Accelerator,
     fmt: str | Format = "bf16",
     kv: str | KVFormat = "fp16",
@@ -125,7 +125,13 @@ def make_deployment(
 ) -> Deployment:
     """Build a Deployment from names; `tp` defaults to count / pp.
 
+    model: a ModelArch, or a catalog name / config.json / .gguf path (its architecture only: use
+    scenario.deployment_for for a file's own format and exact weight bytes).
     strict: refuse formats the engine cannot run (status 'unsupported') with the engine's reason."""
+    if isinstance(model, str):
+        from vazao.catalog.models import load_model
+
+        model = load_model(model).arch
     acc = gpu if isinstance(gpu, Accelerator) else get_accelerator(gpu)
     f = fmt if isinstance(fmt, Format) else get_format(fmt)
     k = kv if isinstance(kv, KVFormat) else get_kv_format(kv)
