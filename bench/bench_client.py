@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from vazao.bench.client import Target
-from vazao.bench.fake_server import FakeConfig, spawn
 from vazao.bench.loop import run as run_loop
 from vazao.bench.session import BenchConfig, run_bench
+from vazao.testing.fake_server import FakeConfig, spawn
 
 TTFT_S, ITL_S, OUTPUT = 0.050, 0.010, 100
 TARGET = {"streams": 512, "itl_abs_error_vs_truth_mean_ms_max": 2.0, "client_share_of_core_max": 1.0}

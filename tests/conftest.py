@@ -199,7 +199,7 @@ def llama_server(gemma_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
 def fake_llm():
     """vazao's fake OpenAI-compatible server on its own thread (TTFT 20 ms, 2 ms per token);
     per-test behaviour through its /cfg/<overrides>/v1 base URLs."""
-    from vazao.bench.fake_server import FakeConfig, serve_in_thread
+    from vazao.testing.fake_server import FakeConfig, serve_in_thread
 
     with serve_in_thread(FakeConfig(ttft=0.02, itl=0.002)) as server:
         yield server

@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 
 from vazao.bench.client import Target
-from vazao.bench.fake_server import FakeConfig, spawn
 from vazao.bench.session import BenchConfig, run_bench
+from vazao.testing.fake_server import FakeConfig, spawn
 
 TTFT, ITL, OUT = 0.050, 0.020, 30
 

@@ -146,7 +146,7 @@ def test_runtime_fatal_errors_exit_nonzero(fake_llm, wl, tmp_path):
 
 
 def test_api_key_never_written(wl, tmp_path):
-    from vazao.bench.fake_server import FakeConfig, serve_in_thread
+    from vazao.testing.fake_server import FakeConfig, serve_in_thread
 
     secret, header_secret = "sk-vazao-TOPSECRET-123", "hdr-SECRET-456"
     out = tmp_path / "k.json"
@@ -186,7 +186,7 @@ def _wait_for_records(path, n: int, proc: subprocess.Popen) -> None:
 
 def test_kill_mid_run_then_summarize(tmp_path):
     """SIGKILL in the middle of a run: every finished request is on disk and summarizes."""
-    from vazao.bench.fake_server import FakeConfig, spawn
+    from vazao.testing.fake_server import FakeConfig, spawn
 
     p = tmp_path / "long.yaml"
     p.write_text("name: long\narrival: {kind: concurrency, concurrency: 4}\nprompt: 8\noutput: 20\nrequests: 4000\n")
@@ -209,7 +209,7 @@ def test_kill_mid_run_then_summarize(tmp_path):
 
 
 def test_ctrl_c_keeps_and_shows_what_was_measured(tmp_path):
-    from vazao.bench.fake_server import FakeConfig, spawn
+    from vazao.testing.fake_server import FakeConfig, spawn
 
     p = tmp_path / "long.yaml"
     p.write_text("name: long\narrival: {kind: concurrency, concurrency: 2}\nprompt: 8\noutput: 20\nrequests: 4000\n")

@@ -118,7 +118,7 @@ def test_cancelled_request_is_recorded():
             task.cancel()
             return await task
 
-    from vazao.bench.fake_server import FakeConfig, serve_in_thread
+    from vazao.testing.fake_server import FakeConfig, serve_in_thread
 
     with serve_in_thread(FakeConfig(ttft=0.01, itl=0.01)) as server:
         rec, _ = asyncio.run(go(server.url))

@@ -21,12 +21,12 @@ from typer.testing import CliRunner
 
 from vazao.bench import h1
 from vazao.bench.client import Prompt, StreamClient, Target
-from vazao.bench.fake_server import FakeConfig, spawn
 from vazao.bench.records import RecordLog, read_log
 from vazao.cli import app
 from vazao.cli.bench import default_records_name
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
+from vazao.testing.fake_server import FakeConfig, spawn
 
 runner = CliRunner()
 CLI = [sys.executable, "-c", "from vazao.cli import main; main()"]

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vazao.bench import redact
-from vazao.bench.fake_server import FakeConfig, serve_in_thread
 from vazao.cli import app
+from vazao.testing.fake_server import FakeConfig, serve_in_thread
 
 runner = CliRunner()
 KEY = "sk-vazao-ECHOED-KEY-0123456789"
