@@ -318,11 +318,8 @@ def analytic_summary(dep, tokens: TokenLedger, concurrency: int = 1) -> RunSumma
 
 def simulated_summary(dep, tokens: TokenLedger, concurrency: int = 1, requests: int = 100) -> RunSummary | None:
     """One call shape served on the discrete-event simulator, closed loop at `concurrency`, the cached
-    input as a prefix shared by every request (the engine's prefix cache); None without a simulator."""
-    try:
-        from vazao.sim import simulate
-    except ImportError:
-        return None
+    input as a prefix shared by every request (the engine's prefix cache)."""
+    from vazao.sim import simulate
     from vazao.workload import workload_from_dict
 
     fresh = tokens.new_input + tokens.cache_write

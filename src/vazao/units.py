@@ -49,16 +49,6 @@ def _finite(value: float, what: str, text) -> float:
     return float(value)
 
 
-def parse_bytes(text: str | float | int) -> float:
-    """'80GB' -> 8e10, '40GiB' -> 42949672960, a bare number is bytes."""
-    if isinstance(text, (int, float)):
-        return _finite(float(text), "size", text)
-    value, unit = _split(text, "a size")
-    if unit not in _BYTE_UNITS:
-        raise VazaoError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)")
-    return _finite(value * _BYTE_UNITS[unit], "size", text)
-
-
 def parse_bandwidth(text: str | float | int) -> float:
     """'3.35TB/s' -> 3.35e12 bytes/s."""
     if isinstance(text, (int, float)):

@@ -8,7 +8,7 @@ tokens (how "$ per million generated tokens" is usually quoted), blended over in
 split that charges input and output by the GPU time their prefill and decode steps take.
 
 Throughput comes from one of three places, always named in the result: a simulated run of the
-workload (the simulator, when this build has it), a measured run (`vazao bench` JSON), or the
+workload (the simulator), a measured run (`vazao bench` JSON), or the
 analytic model: estimate.max_load_throughput without an SLO, and with one the largest batch whose
 TPOT, TTFT and E2E (mean lengths, no queueing) are within every limit."""
 
@@ -240,16 +240,12 @@ REQUESTS_PER_SLOT = 4
 
 
 def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput | None:
-    """The workload's capacity on the discrete-event simulator (vazao.sim), None when this build has
-    no simulator. The workload runs closed-loop: without an SLO at the engine's max_num_seqs per
+    """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs closed-loop: without an SLO at the engine's max_num_seqs per
     replica (saturation); with one, at the highest concurrency whose run meets every limit (doubling,
     then bisecting). The input/output time split comes from the analytic model at the simulated mean
     batch."""
     if simulate is None:
-        try:
-            from vazao.sim import simulate
-        except ImportError:
-            return None
+        from vazao.sim import simulate
     top = max(1, dep.engine.max_num_seqs * dep.replicas)
     runs: dict[int, object] = {}
 
