@@ -240,10 +240,10 @@ REQUESTS_PER_SLOT = 4
 
 
 def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput | None:
-    """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs closed-loop: without an SLO at the engine's max_num_seqs per
-    replica (saturation); with one, at the highest concurrency whose run meets every limit (doubling,
-    then bisecting). The input/output time split comes from the analytic model at the simulated mean
-    batch."""
+    """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs
+    closed-loop: without an SLO at the engine's max_num_seqs per replica (saturation); with one, at the
+    highest concurrency whose run meets every limit (doubling, then bisecting). The input/output time
+    split comes from the analytic model at the simulated mean batch."""
     if simulate is None:
         from vazao.sim import simulate
     top = max(1, dep.engine.max_num_seqs * dep.replicas)
