@@ -6,14 +6,21 @@ import json
 
 from typer.testing import CliRunner
 
+import pytest
+
 from vazao.catalog.hardware import get_accelerator
-from vazao.catalog.local import measure_bandwidth, measure_fp32_flops
+from vazao.catalog.local import measure_bandwidth, measure_fp32_flops, resolve_accelerator
+from vazao.errors import VazaoError
 from vazao.cli import app
 
 
 def test_local_probe_is_measured_and_sane():
-    acc = get_accelerator("local")
-    assert acc is get_accelerator("localhost")  # probed once per process
+    acc = resolve_accelerator("local")
+    assert acc is resolve_accelerator("localhost")  # probed once per process
+    assert resolve_accelerator("h100-sxm") is get_accelerator("h100-sxm")
+    # the catalog itself never measures anything: 'local' is resolved where deployments are made
+    with pytest.raises(VazaoError, match="this host"):
+        get_accelerator("local")
     # Any machine that runs this suite streams more than 1 GB/s and computes more than 1 GFLOP/s in FP32,
     # and less than a datacenter GPU's HBM and tensor cores.
     assert 1e9 < acc.memory_bandwidth_bytes_per_s < 5e12

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vazao import limits
 from vazao.catalog.formats import get_format
-from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.local import resolve_accelerator
 from vazao.catalog.models import load_model
 from vazao.inputs import number
 from vazao.physics.deployment import Deployment, make_deployment
@@ -50,7 +50,7 @@ def deployment_for(
         tp = int(number(tp, "--tp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
     pp = int(number(pp, "--pp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
     loaded = load_model(model)
-    acc = get_accelerator(gpu)
+    acc = resolve_accelerator(gpu)
     chosen = fmt if fmt is not None else (loaded.weight_format or default_format(acc))
     exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
     if engine is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vazao.catalog.formats import get_format, support
-from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.local import resolve_accelerator
 from vazao.catalog.models import get_model
 from vazao.estimate import decode_cost, max_load_throughput, prefill_cost
 from vazao.physics.deployment import make_deployment
@@ -16,7 +16,7 @@ def grid(models, gpus, fmts, input_tokens: int, output_tokens: int, engine: str 
     for mname in models:
         arch = get_model(mname)
         for gname in gpus:
-            acc = get_accelerator(gname)
+            acc = resolve_accelerator(gname)
             for fname in fmts:
                 f = get_format(fname)
                 s = support(f, acc, engine)

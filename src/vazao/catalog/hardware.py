@@ -154,14 +154,17 @@ def _index() -> Mapping[str, str]:
     return MappingProxyType(idx)
 
 
+LOCAL_NAMES = ("local", "localhost", "host")
+
+
 def get_accelerator(name: str) -> Accelerator:
-    """Resolve an id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090'); 'local' probes this host."""
+    """Resolve a catalog id, name or alias ('H100-SXM-80GB', 'h100', 'RTX-4090'). This host ('local') is
+    not a catalog entry: it is measured where a deployment is made (catalog.local.resolve_accelerator)."""
     key = norm(check_label("GPU", name))
     idx = _index()
     if key in idx:
         return accelerators()[idx[key]]
-    if key in ("local", "localhost", "host"):
-        from vazao.catalog.local import local_accelerator
-
-        return local_accelerator()
+    if key in LOCAL_NAMES:
+        raise VazaoError("'local' is this host, not a catalog entry: it is measured where a deployment is made "
+                         "(vazao.catalog.local.resolve_accelerator)")
     raise NotFoundError("GPU", name, [*idx.keys(), "local"])

@@ -12,9 +12,7 @@ import time
 from functools import cache
 from types import MappingProxyType
 
-import numpy as np
-
-from vazao.catalog.hardware import Accelerator, generations
+from vazao.catalog.hardware import LOCAL_NAMES, Accelerator, generations, get_accelerator
 
 COPY_BYTES = 256 * 2**20
 MATMUL_N = 1024
@@ -30,6 +28,8 @@ def _best(fn, tries: int) -> float:
 
 
 def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = 4) -> float:
+    import numpy as np
+
     """Bytes/s of a copy: each copy reads and writes `nbytes`."""
     src = np.ones(nbytes // 8)
     dst = np.empty_like(src)
@@ -38,6 +38,8 @@ def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = 4) -> float:
 
 
 def measure_fp32_flops(n: int = MATMUL_N, tries: int = 3) -> float:
+    import numpy as np
+
     a = np.random.default_rng(0).random((n, n), dtype=np.float32)
     b = a.T.copy()
     a @ b
@@ -71,3 +73,12 @@ def local_accelerator() -> Accelerator:
         aliases=("localhost", "host", "cpu"),
         gen=generations()["cpu-generic"],
     )
+
+
+def resolve_accelerator(name: str) -> Accelerator:
+    """A catalog accelerator by name, or this host measured now for 'local' (cached per process)."""
+    from vazao.catalog._load import norm
+
+    if isinstance(name, str) and norm(name) in LOCAL_NAMES:
+        return local_accelerator()
+    return get_accelerator(name)

@@ -62,10 +62,10 @@ def formats_cmd(
 ) -> None:
     """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
     from vazao.catalog.formats import formats, support
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
     from vazao.report.console import formats_table
 
-    acc = get_accelerator(gpu) if gpu is not None else None
+    acc = resolve_accelerator(gpu) if gpu is not None else None
     if engine is not None:
         from vazao.physics.profiles import get_engine
 

@@ -431,7 +431,7 @@ def cost_breakeven_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type."""
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
     from vazao.catalog.prices import usd_str
     from vazao.cost.breakeven import bill_workload, break_even, ranked_break_evens
     from vazao.cost.ledger import TokenLedger, bill_requests
@@ -453,7 +453,7 @@ def cost_breakeven_cmd(
     rows = []
     for gpu in gpu_ids:
         c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
-        rows.append(break_even(c, get_accelerator(gpu).id, table.id, per_request, inp + out))
+        rows.append(break_even(c, resolve_accelerator(gpu).id, table.id, per_request, inp + out))
     rows = ranked_break_evens(rows)
     if json_out:
         emit_json({"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
@@ -479,7 +479,7 @@ def cost_train_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Training cost: 6·N·D FLOPs over peak × MFU, in GPU-hours and dollars."""
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
     from vazao.cost.training import training_cost
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
@@ -489,7 +489,7 @@ def cost_train_cmd(
     d = number(parse_count(tokens), "--tokens", minimum=0, exclusive_min=True, maximum=limits.MAX_TRAIN_TOKENS)
     number(mfu, "--mfu", minimum=0, exclusive_min=True, maximum=1)
     number(gpus, "--gpus", minimum=1, maximum=limits.MAX_GPUS, integer=True)
-    tc = training_cost(n, d, get_accelerator(gpu), mfu, usd_per_hour, gpus, lora, dtype)
+    tc = training_cost(n, d, resolve_accelerator(gpu), mfu, usd_per_hour, gpus, lora, dtype)
     if json_out:
         emit_json(tc.to_json())
         return

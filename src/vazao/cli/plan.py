@@ -19,14 +19,14 @@ def _names(text: str, what: str) -> tuple[str, ...]:
 def _check_names(models, gpus, formats, engines, kvs) -> None:
     """Unknown names are one line with the closest matches, before any work."""
     from vazao.catalog.formats import get_format, get_kv_format
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
     from vazao.catalog.models import load_model
     from vazao.physics.profiles import get_engine
 
     for m in models:
         load_model(m)
     for g in gpus:
-        get_accelerator(g)
+        resolve_accelerator(g)
     for f in formats:
         get_format(f)
     for e in engines:
@@ -36,14 +36,14 @@ def _check_names(models, gpus, formats, engines, kvs) -> None:
 
 
 def _prices(items: list[str]) -> dict[str, float]:
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
 
     out = {}
     for item in items:
         gpu, sep, usd = item.partition("=")
         if not sep:
             raise VazaoError(f"--gpu-price {item[:40]!r}: expected GPU=USD_PER_HOUR, e.g. rtx-3060=0.08")
-        out[get_accelerator(gpu.strip()).id] = float(inputs.number(usd, f"--gpu-price {gpu}", minimum=0.0,
+        out[resolve_accelerator(gpu.strip()).id] = float(inputs.number(usd, f"--gpu-price {gpu}", minimum=0.0,
                                                                      maximum=1e4))
     return out
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from vazao import limits
 from vazao.catalog.arch import ModelArch
 from vazao.catalog.formats import Format, KVFormat, Support, get_format, get_kv_format, support
-from vazao.catalog.hardware import Accelerator, get_accelerator
+from vazao.catalog.hardware import Accelerator
+from vazao.catalog.local import resolve_accelerator
 from vazao.errors import VazaoError
 from vazao.physics.profiles import EngineProfile, get_engine
 
@@ -132,7 +133,7 @@ def make_deployment(
         from vazao.catalog.models import load_model
 
         model = load_model(model).arch
-    acc = gpu if isinstance(gpu, Accelerator) else get_accelerator(gpu)
+    acc = gpu if isinstance(gpu, Accelerator) else resolve_accelerator(gpu)
     f = fmt if isinstance(fmt, Format) else get_format(fmt)
     k = kv if isinstance(kv, KVFormat) else get_kv_format(kv)
     eng = engine if isinstance(engine, EngineProfile) else get_engine(engine)

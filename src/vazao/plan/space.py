@@ -132,11 +132,11 @@ class Shape:
 
 
 def _engines_for(gpu: str, inp: PlanInputs) -> list[str]:
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
     from vazao.physics.profiles import get_engine
     from vazao.scenario import default_engine
 
-    acc = get_accelerator(gpu)
+    acc = resolve_accelerator(gpu)
     if not inp.engines:
         return [default_engine(acc)]
     return [e for e in inp.engines if acc.vendor in get_engine(e).vendors]

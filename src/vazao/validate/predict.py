@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from vazao.catalog.formats import get_format, get_kv_format
-from vazao.catalog.hardware import get_accelerator
+from vazao.catalog.local import resolve_accelerator
 from vazao.catalog.models import get_model, load_model
 from vazao.errors import VazaoError
 from vazao.estimate import decode_cost, estimate, offline_point
@@ -68,7 +68,7 @@ def deployment_for(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | Non
     model, weights, exact = row_model(row)
     fmt = get_format(weights)
     kv = get_kv_format(kv_format_name(row, eng, fmt.name))
-    acc = get_accelerator(row.gpu)
+    acc = resolve_accelerator(row.gpu)
     return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng,
                            weights_bytes_override=exact)
 

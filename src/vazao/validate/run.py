@@ -188,10 +188,10 @@ def slice_of(results: Sequence[RowResult]) -> Slice:
 
 
 def generation_of(row: MeasuredRow) -> str:
-    from vazao.catalog.hardware import get_accelerator
+    from vazao.catalog.local import resolve_accelerator
 
     try:
-        return get_accelerator(row.gpu).generation
+        return resolve_accelerator(row.gpu).generation
     except VazaoError:
         return "unknown"
 
