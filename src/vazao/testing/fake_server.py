@@ -15,7 +15,7 @@ timer wake per tick, not one per chunk. Each chunk carries ``x_t``, the server's
 ``time.perf_counter()`` when it was written (CLOCK_MONOTONIC, comparable across processes), and
 /stats reports what the server actually did: the truth to check a client against.
 
-Run standalone: ``python -m vazao.bench.fake_server --port 0 --ttft 50ms --itl 10ms`` prints
+Run standalone: ``python -m vazao.testing.fake_server --port 0 --ttft 50ms --itl 10ms`` prints
 ``READY http://127.0.0.1:PORT/v1`` and serves until killed.
 """
 
@@ -587,7 +587,7 @@ def spawn(config: FakeConfig | None = None, host: str = "127.0.0.1") -> Iterator
     """Run the fake server in a child process (its CPU kept apart from the client's); yields the
     base URL and kills the process on exit."""
     cfg = config or FakeConfig()
-    args = [sys.executable, "-m", "vazao.bench.fake_server", "--host", host, "--port", "0"]
+    args = [sys.executable, "-m", "vazao.testing.fake_server", "--host", host, "--port", "0"]
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
         if value != f.default:
@@ -610,7 +610,7 @@ def spawn(config: FakeConfig | None = None, host: str = "127.0.0.1") -> Iterator
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vazao.bench.fake_server", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m vazao.testing.fake_server", description=__doc__.split("\n")[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--ttft", default=None, help="e.g. 50ms")
