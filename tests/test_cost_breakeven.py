@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+import pytest
 from typer.testing import CliRunner
 
 from vazao.catalog.prices import get_price
@@ -81,3 +82,14 @@ def test_breakeven_cli_workload_and_errors():
     res = runner.invoke(app, ["cost", "breakeven", "llama-3.1-8b", "--price", "haiku-5.5", "--input", "10",
                               "--output", "10", "--gpus", "h100-sxmm"])
     assert res.exit_code == 2 and "h100-sxm" in res.output
+
+
+def test_breakeven_at_a_traffic_gives_both_monthly_bills():
+    res = runner.invoke(app, ["cost", "breakeven", "llama-3.1-8b", "--price", "sonnet-5.5", "--input", "2000",
+                              "--output", "300", "--gpus", "h100-sxm", "--analytic", "--traffic", "1/s", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    (at,) = d["at_traffic"]
+    # the API side: $0.007 a request (2,000 × $2/M + 300 × $10/M) × 1 req/s × 730 h × 3,600 s
+    assert at["api_usd_per_month"] == pytest.approx(0.007 * 730 * 3600)
+    assert at["cheaper"] == ("self-hosted" if at["selfhost_usd_per_month"] < at["api_usd_per_month"] else "api")

@@ -13,20 +13,6 @@ from vazao.cli.app import JSON, app, console, emit_json, err_console
 from vazao.errors import VazaoError
 
 
-def _progress(enabled: bool):
-    if not enabled:
-        return None
-    last = [-1]
-
-    def show(done: int, total: int) -> None:
-        pct = done * 100 // total
-        if pct // 10 != last[0] // 10 or done == total:
-            last[0] = pct
-            err_console.print(f"predicted {done:,}/{total:,} rows", highlight=False)
-
-    return show
-
-
 def _check_profile(profile: Path | None) -> str | None:
     if profile is None:
         return None
@@ -104,7 +90,10 @@ def validate_cmd(
                                pp=pp)
     if fam:
         rows = [r for r in rows if r.family == fam]
-    results = predict_rows(rows, profile_path=path, workers=workers, progress=_progress(sys.stderr.isatty()))
+    from vazao.report.progress import progress_bar
+
+    with progress_bar("predicting rows", enabled=sys.stderr.isatty() and not json_out) as show:
+        results = predict_rows(rows, profile_path=path, workers=workers, progress=show)
     rep = summarize(results, problems)
     if json_out:
         emit_json(rep.to_json())

@@ -368,6 +368,17 @@ def _slo(text: str | None):
     return s, f"SLO: {limits}" + (" (the default; --slo to change, --slo none for none)" if text is None else "")
 
 
+def _monthly_at(row, rps: float, api_per_request) -> dict:
+    """Self-hosted and API bills per month at `rps` requests/s for one break-even row."""
+    from vazao.cost.selfhost import at_traffic
+
+    c = at_traffic(row.selfhost, rps)
+    api = float(api_per_request) * rps * 730 * 3600
+    own = float(c.usd_per_hour) * 730
+    return {"deployment": c.deployment, "gpus": c.gpus, "selfhost_usd_per_month": round(own, 2),
+            "api_usd_per_month": round(api, 2), "cheaper": "self-hosted" if own < api else "api"}
+
+
 def _traffic(text: str | None, utilisation: str):
     if text is None:
         return None
@@ -427,10 +438,12 @@ def cost_breakeven_cmd(
     gpus: str = typer.Option("h100-sxm,a100-sxm-80gb", "--gpus", help="Comma-separated accelerator ids."),
     count: int = typer.Option(None, "--count", "-n", help="GPUs per deployment (default: cheapest of 1, 2, 4, 8)."),
     workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    traffic: str = TRAFFIC,
     cache: str = CACHE, utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
-    """Traffic above which self-hosting beats an API price, per GPU type."""
+    """Traffic above which self-hosting beats an API price, per GPU type; with --traffic, each side's
+    monthly bill at that load."""
     from vazao.catalog.local import resolve_accelerator
     from vazao.catalog.prices import usd_str
     from vazao.cost.breakeven import bill_workload, break_even, ranked_break_evens
@@ -455,15 +468,22 @@ def cost_breakeven_cmd(
         c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
         rows.append(break_even(c, resolve_accelerator(gpu).id, table.id, per_request, inp + out))
     rows = ranked_break_evens(rows)
+    rps = _traffic(traffic, utilisation)
+    at = [_monthly_at(r, rps, per_request) for r in rows] if rps is not None else None
     if json_out:
         emit_json({"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
                    "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
                    "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
                    "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
-                   "rows": [r.to_json() for r in rows]})
+                   "rows": [r.to_json() for r in rows],
+                   **({"traffic_requests_per_s": rps, "at_traffic": at} if at is not None else {})})
         return
     console.print(slo_note, highlight=False)
     console.print(R.breakeven_table(rows, table.id, per_request))
+    if at is not None:
+        from vazao.report.console import print_lines
+
+        print_lines(console, R.at_traffic_lines(at, rps))
 
 
 @cost_app.command("train")

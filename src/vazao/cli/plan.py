@@ -48,19 +48,6 @@ def _prices(items: list[str]) -> dict[str, float]:
     return out
 
 
-def _progress(enabled: bool):
-    if not enabled:
-        return None
-    last = [-1]
-
-    def show(done: int, total: int) -> None:
-        if done * 10 // total != last[0] or done == total:
-            last[0] = done * 10 // total
-            err_console.print(f"simulated {done}/{total} deployments", highlight=False)
-
-    return show
-
-
 @app.command("plan")
 def plan_cmd(
     models: str = typer.Option(..., "--models", "-m", help="Comma-separated models (catalog names or files)."),
@@ -119,8 +106,11 @@ def plan_cmd(
         from vazao.catalog.prices import get_price
 
         get_price(against_api)
-    result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
-                      progress=_progress(sys.stderr.isatty() and not json_out))
+    from vazao.report.progress import progress_bar
+
+    with progress_bar("simulating deployments", enabled=sys.stderr.isatty() and not json_out) as show:
+        result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
+                          progress=show)
     _finish(result, emit=emit, against_api=against_api, json_out=json_out)
 
 

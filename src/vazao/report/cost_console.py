@@ -149,6 +149,14 @@ def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) ->
     return t
 
 
+def at_traffic_lines(rows: Sequence[dict], rps: float) -> list[str]:
+    out = [f"[bold]at {rps:g} requests/s[/] (copies of each deployment to carry it):"]
+    for r in rows:
+        out.append(f"  {r['deployment']}: ${r['selfhost_usd_per_month']:,.0f}/month self-hosted vs "
+                   f"${r['api_usd_per_month']:,.0f}/month API → {r['cheaper']} cheaper")
+    return out
+
+
 def training_lines(tc) -> list[str]:
     kind = "LoRA fine-tune" if tc.lora else "full training"
     return [
