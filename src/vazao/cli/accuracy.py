@@ -54,6 +54,18 @@ def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: 
                                           tp=tp, pp=pp))
 
 
+# what served a folder of `vazao bench` results (they do not say): shared by validate and calibrate
+RUN_GPU = typer.Option(None, "--gpu", "-g", help="Bench runs: the accelerator that served them.")
+RUN_MODEL = typer.Option(None, "--model", "-m", help="Bench runs: the model served (default: the one the server "
+                                                     "named).")
+RUN_FORMAT = typer.Option("", "--format", "-f", help="Bench runs: the weight format served (default: a GGUF's own, "
+                                                     "else bf16).")
+RUN_KV = typer.Option("not stated", "--kv", help="Bench runs: the KV-cache dtype (default: the engine's).")
+RUN_COUNT = typer.Option(1, "--count", "-n", help="Bench runs: GPUs.")
+RUN_TP = typer.Option(1, "--tp", help="Bench runs: tensor-parallel degree.")
+RUN_PP = typer.Option(1, "--pp", help="Bench runs: pipeline-parallel degree.")
+
+
 @app.command("validate")
 def validate_cmd(
     measurements: Path = typer.Argument(..., help="CSV in the schema of shared/data/published-measurements.csv, "
@@ -61,15 +73,8 @@ def validate_cmd(
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     engine: str | None = typer.Option(None, "--engine", help="Only rows of this engine family (bench runs: the "
                                                              "engine that served them)."),
-    gpu: str | None = typer.Option(None, "--gpu", "-g", help="Bench runs: the accelerator that served them."),
-    model: str | None = typer.Option(None, "--model", "-m",
-                                     help="Bench runs: the model served (default: the one the server named)."),
-    fmt: str = typer.Option("", "--format", "-f",
-                            help="Bench runs: the weight format served (default: a GGUF's own, else bf16)."),
-    kv: str = typer.Option("not stated", "--kv", help="Bench runs: the KV-cache dtype (default: the engine's)."),
-    count: int = typer.Option(1, "--count", "-n", help="Bench runs: GPUs."),
-    tp: int = typer.Option(1, "--tp", help="Bench runs: tensor-parallel degree."),
-    pp: int = typer.Option(1, "--pp", help="Bench runs: pipeline-parallel degree."),
+    gpu: str | None = RUN_GPU, model: str | None = RUN_MODEL, fmt: str = RUN_FORMAT, kv: str = RUN_KV,
+    count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
     json_out: bool = JSON,
@@ -108,15 +113,8 @@ def calibrate_cmd(
     engine: str = typer.Option(..., "--engine", help="The engine family to fit: trtllm, vllm, sglang, llama.cpp."),
     output: Path = typer.Option(..., "-o", "--output", help="Profile file to write (YAML)."),
     profile: Path | None = typer.Option(None, "--profile", help="Start from this profile file."),
-    gpu: str | None = typer.Option(None, "--gpu", "-g", help="Bench runs: the accelerator that served them."),
-    model: str | None = typer.Option(None, "--model", "-m",
-                                     help="Bench runs: the model served (default: the one the server named)."),
-    fmt: str = typer.Option("", "--format", "-f",
-                            help="Bench runs: the weight format served (default: a GGUF's own, else bf16)."),
-    kv: str = typer.Option("not stated", "--kv", help="Bench runs: the KV-cache dtype (default: the engine's)."),
-    count: int = typer.Option(1, "--count", "-n", help="Bench runs: GPUs."),
-    tp: int = typer.Option(1, "--tp", help="Bench runs: tensor-parallel degree."),
-    pp: int = typer.Option(1, "--pp", help="Bench runs: pipeline-parallel degree."),
+    gpu: str | None = RUN_GPU, model: str | None = RUN_MODEL, fmt: str = RUN_FORMAT, kv: str = RUN_KV,
+    count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the output file."),
     json_out: bool = JSON,

@@ -97,6 +97,15 @@ class _Args:
 GGUF = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
 
 
+def _parallel(a: _Args, s: LaunchSpec, tp_flag: str, pp_flag: str, dp_flag: str | None) -> None:
+    if s.tp > 1:
+        a.add(tp_flag, s.tp, "GPUs each layer is split over (tensor parallel)")
+    if s.pp > 1:
+        a.add(pp_flag, s.pp, "pipeline stages (layers split over GPUs)")
+    if s.replicas > 1 and dp_flag:
+        a.add(dp_flag, s.replicas, "data-parallel replicas behind one endpoint")
+
+
 def _vllm(s: LaunchSpec) -> _Args:
     a = _Args("vllm", "serve", model_id(s.model))
     if s.fmt in GGUF:
@@ -109,12 +118,7 @@ def _vllm(s: LaunchSpec) -> _Args:
     elif s.fmt in ("int4-awq", "int4-gptq", "w8a8-int8", "nvfp4", "mxfp4", "int8-wo"):
         a.notes.append(f"{s.fmt}: point the model at a pre-quantized {s.fmt} checkpoint; vLLM reads the method "
                        "from its config.json")
-    if s.tp > 1:
-        a.add("--tensor-parallel-size", s.tp, "GPUs each layer is split over")
-    if s.pp > 1:
-        a.add("--pipeline-parallel-size", s.pp, "pipeline stages (layers split over GPUs)")
-    if s.replicas > 1:
-        a.add("--data-parallel-size", s.replicas, "replicas of the model behind one endpoint")
+    _parallel(a, s, "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")
     if s.kv == "fp8":
         a.add("--kv-cache-dtype", "fp8", "KV cache in FP8: twice the sequences in the same memory")
     a.add("--max-model-len", s.max_model_len, "longest prompt + answer a request may have")
@@ -136,12 +140,7 @@ def _sglang(s: LaunchSpec) -> _Args:
         a.add("--quantization", "fp8", "FP8 weights quantized at load (omit for an FP8 checkpoint)")
     elif s.fmt not in ("bf16", "fp16"):
         a.notes.append(f"{s.fmt}: use a pre-quantized checkpoint; SGLang reads the method from its config.json")
-    if s.tp > 1:
-        a.add("--tp-size", s.tp, "GPUs each layer is split over")
-    if s.pp > 1:
-        a.add("--pp-size", s.pp, "pipeline stages")
-    if s.replicas > 1:
-        a.add("--dp-size", s.replicas, "data-parallel replicas behind one endpoint")
+    _parallel(a, s, "--tp-size", "--pp-size", "--dp-size")
     if s.kv == "fp8":
         a.add("--kv-cache-dtype", "fp8_e4m3", "KV cache in FP8")
     a.add("--context-length", s.max_model_len, "longest prompt + answer")
@@ -186,10 +185,7 @@ def _trtllm(s: LaunchSpec) -> _Args:
         a.notes.append(f"{s.fmt}: use a ModelOpt {s.fmt.upper()} checkpoint (e.g. nvidia/<model>-{s.fmt.upper()}); "
                        "its KV cache follows the checkpoint (FP8 for FP8/NVFP4)")
     a.add("--backend", "pytorch", "the PyTorch flow (no engine build)")
-    if s.tp > 1:
-        a.add("--tp_size", s.tp, "tensor-parallel GPUs")
-    if s.pp > 1:
-        a.add("--pp_size", s.pp, "pipeline stages")
+    _parallel(a, s, "--tp_size", "--pp_size", None)
     a.add("--max_batch_size", s.max_num_seqs, "most sequences per step: the batch that meets the TPOT limit")
     a.add("--max_num_tokens", s.max_num_batched_tokens, "tokens per step")
     a.add("--max_seq_len", s.max_model_len, "longest prompt + answer")
