@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
-
 import pytest
+from typer.testing import CliRunner
 
 from vazao.catalog.hardware import get_accelerator
 from vazao.catalog.local import measure_bandwidth, measure_fp32_flops, resolve_accelerator
-from vazao.errors import VazaoError
 from vazao.cli import app
+from vazao.errors import VazaoError
 
 
 def test_local_probe_is_measured_and_sane():
