@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # The llama.cpp server is built by scripts/install-llama-server.sh with fixed CPU flags, never taken
 # from pip's cache (a native build dies on CPUs with AMX); the editable install then finds it satisfied.
 $(DEV_STAMP): pyproject.toml constraints/llama-server.txt scripts/install-llama-server.sh | $(BIN)/python
+	scripts/install-chromium.sh
 	scripts/install-llama-server.sh $(VENV)
-	$(BIN)/pip install -q -c constraints/llama-server.txt -e '.[dev,tokenizers,llama-server,fast,ray]'
+	$(BIN)/pip install -q -c constraints/llama-server.txt -e '.[dev,tokenizers,llama-server,fast,ray,report]'
 	touch $@ $(STAMP)
 
 install: $(STAMP)

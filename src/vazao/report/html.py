@@ -1,0 +1,58 @@
+"""One self-contained HTML file per report: the Vega libraries, every chart's spec and its data
+inlined, so the file opens with the network off. jinja2 templates in report/templates/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vazao.errors import VazaoError
+from vazao.report.model import Report
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _jinja():
+    try:
+        import jinja2
+    except ImportError:
+        from vazao.report.plots import EXTRA
+
+        raise VazaoError(EXTRA) from None
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                              autoescape=jinja2.select_autoescape(["html", "j2"]),
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside a <script> element: no '</' can close it early."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+def _page(template: str, charts: list[tuple[str, dict]], **context: Any) -> str:
+    from vazao.report.export import javascript_bundle
+
+    specs = [{"id": f"chart-{i}", "title": title, "spec": spec} for i, (title, spec) in enumerate(charts)]
+    return _jinja().get_template(template).render(
+        bundle=javascript_bundle(), charts=specs, specs_json=_script_json([s["spec"] for s in specs]), **context)
+
+
+def render_report(report: Report) -> str:
+    """The report as one HTML document: headline, plots, tables, then what produced it."""
+    from vazao.report.export import spec
+    from vazao.report.plots import charts_for
+
+    charts = [(title, spec(chart)) for title, chart in charts_for(report)]
+    return _page("report.html.j2", charts, report=report)
+
+
+def chart_page(vl_spec: dict, *, title: str) -> str:
+    """One interactive chart as a self-contained page."""
+    return _page("chart.html.j2", [(title, vl_spec)], title=title)
+
+
+def write_report(report: Report, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(render_report(report), encoding="utf-8")
+    return path

@@ -1,0 +1,148 @@
+"""One Report per kind of vazao result: simulation, bench run, comparison (measured against
+predicted), validation, plan. Built from the result JSON through report.adapters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vazao.report import adapters as ad
+from vazao.report.model import LatencySample, Report, Table
+
+_LAT = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
+
+
+def _ms(v: Any) -> str:
+    return "–" if not isinstance(v, (int, float)) else f"{v * 1e3:,.1f}"
+
+
+def _num(v: Any, fmt: str = ",.1f") -> str:
+    return "–" if not isinstance(v, (int, float)) else format(v, fmt)
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(", ", ": "))
+    return "–" if v is None else str(v)
+
+
+def _facts(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> list[tuple[str, str]]:
+    return [(prefix + k, _text(data[k])) for k in keys if data.get(k) not in (None, "", {}, [])]
+
+
+def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    rows = [(f"{name} {q} (ms)", _ms((summary.get(key) or {}).get(q))) for name, key in _LAT
+            for q in ("p50", "p95", "p99")]
+    rows += [("requests", _num(summary.get("requests"), ",d")), ("errors", _num(summary.get("errors"), ",d")),
+             ("requests/s", _num(summary.get("request_throughput_per_s"), ",.2f")),
+             ("output tokens/s", _num(summary.get("output_tokens_per_s"))),
+             ("goodput requests/s", _num(summary.get("goodput_requests_per_s"), ",.2f"))]
+    return rows
+
+
+def _sweep_table(data: Mapping[str, Any], title: str) -> list[Table]:
+    points = data.get("points") or []
+    if not points:
+        return []
+    axis = "concurrency" if "concurrency" in points[0] else "rate"
+    rows = tuple((_text(p.get(axis)), _num(p["summary"].get("request_throughput_per_s"), ",.2f"),
+                  _num(p["summary"].get("output_tokens_per_s")), _ms(p["summary"]["ttft_s"].get("p95")),
+                  _ms(p["summary"]["tpot_s"].get("p95")), _num(p["summary"].get("errors"), ",d")) for p in points)
+    return [Table(title, (axis, "requests/s", "output tok/s", "TTFT p95 (ms)", "TPOT p95 (ms)", "errors"), rows)]
+
+
+def _headline(summary: Mapping[str, Any]) -> str:
+    return (f"{_num(summary.get('output_tokens_per_s'), ',.0f')} output tok/s; TTFT p95 "
+            f"{_ms(summary['ttft_s'].get('p95'))} ms; TPOT p95 {_ms(summary['tpot_s'].get('p95'))} ms; "
+            f"{_num(summary.get('errors'), ',d')} errors")
+
+
+_SIM_FACTS = ("model", "gpu", "count", "tp", "pp", "format", "kv_format", "engine", "workload",
+              "workload_description", "config", "slo", "profile", "calibration", "catalog_versions")
+
+
+def simulation_report(data: Mapping[str, Any]) -> Report:
+    curve, axis = ad.curve_points(data)
+    sim = data.get("sim") or {}
+    stats = [(k, _text(sim.get(k))) for k in ("completed", "preemptions", "cache_hit_share", "mean_batch",
+                                              "peak_running", "kv_capacity_tokens") if k in sim]
+    facts = _facts(data, _SIM_FACTS) + [("bands", _text(sim.get("bands")))]
+    return Report(kind="simulation", title=str(data.get("deployment", "simulation")),
+                  headline=f"Simulated: {_headline(data['summary'])}",
+                  tables=(Table("Summary", ("metric", "value"), tuple(summary_rows(data["summary"]))),
+                          *_sweep_table(data, "Sweep"), Table("Simulator", ("statistic", "value"), tuple(stats))),
+                  facts=tuple(facts), curve=tuple(curve), curve_axis=axis, slo_s=ad.slo_seconds(data),
+                  latencies=tuple(ad.summary_latencies(data["summary"])))
+
+
+def run_latencies(data: Mapping[str, Any], base: Path | None) -> list[LatencySample]:
+    """The run's own records (the last sweep level, as its summary) when its JSONL is at hand; else
+    the summary's quantiles."""
+    run = data.get("run") or {}
+    name = run.get("records")
+    for path in ([Path(name), (base or Path(".")) / Path(name).name] if name else []):
+        if path.is_file():
+            from vazao.bench.records import read_log
+
+            log = read_log(path, run.get("run_id"))
+            records = log.by_point[max(log.by_point)] if log.by_point else log.records
+            if records:
+                return ad.record_latencies(records)
+    return ad.summary_latencies(data["summary"])
+
+
+_RUN_FACTS = ("url", "model", "api", "workload", "workload_description", "workload_spec", "seed", "run_id",
+              "records", "stopped")
+
+
+def bench_report(data: Mapping[str, Any], base: Path | None = None) -> Report:
+    curve, axis = ad.curve_points(data)
+    run = data.get("run") or {}
+    server = data.get("server") or {}
+    facts = (_facts(run, _RUN_FACTS) + [("server engine", _text(server.get("engine")))]
+             + _facts(data, ("slo", "calibration", "warnings", "errors")))
+    return Report(kind="bench run", title=f"{run.get('model', 'run')} at {run.get('url', '?')}",
+                  headline=f"Measured: {_headline(data['summary'])}",
+                  tables=(Table("Summary", ("metric", "value"), tuple(summary_rows(data["summary"]))),
+                          *_sweep_table(data, "Sweep")),
+                  facts=tuple(facts), curve=tuple(curve), curve_axis=axis, slo_s=ad.slo_seconds(data),
+                  latencies=tuple(run_latencies(data, base)))
+
+
+def comparison_report(run: Mapping[str, Any], sim: Mapping[str, Any], base: Path | None = None) -> Report:
+    """Measured and predicted side by side: one table, the same axes."""
+    measured, predicted = bench_report(run, base), simulation_report(sim)
+    m_rows, p_rows = summary_rows(run["summary"]), dict(summary_rows(sim["summary"]))
+    table = Table("Measured and predicted", ("metric", "measured", "predicted"),
+                  tuple((name, value, p_rows.get(name, "–")) for name, value in m_rows))
+    return Report(kind="comparison", title=f"{measured.title} against {predicted.title}",
+                  headline=f"{measured.headline}. {predicted.headline}.",
+                  tables=(table, *measured.tables[1:2], *predicted.tables[1:]),
+                  facts=tuple([(f"measured: {k}", v) for k, v in measured.facts]
+                              + [(f"predicted: {k}", v) for k, v in predicted.facts]),
+                  curve=measured.curve + predicted.curve, curve_axis=measured.curve_axis,
+                  slo_s={**predicted.slo_s, **measured.slo_s}, latencies=measured.latencies + predicted.latencies)
+
+
+def _slice_rows(by: Mapping[str, Any], slice_name: str) -> list[tuple[str, ...]]:
+    return [(slice_name, str(k), _num(v.get("rows"), ",d"), _num(100 * v.get("median_ape", 0)),
+             _num(100 * v.get("p90_ape", 0)), _num(100 * v.get("median_signed", 0), "+.1f"),
+             _num(100 * (v.get("band_coverage") or 0), ".0f")) for k, v in by.items()]
+
+
+def validation_report(data: Mapping[str, Any]) -> Report:
+    s = data["summary"]
+    rows = [r for key, v in s.items() if key.startswith("by_") and isinstance(v, Mapping)
+            for r in _slice_rows(v, key[3:].replace("_", " "))]
+    skipped = tuple((_text(x.get("reason")), _num(x.get("rows"), ",d")) for x in s.get("skipped") or [])
+    pct = {k: _num(100 * (s.get(k) or 0), ".1f") for k in ("coverage", "median_ape", "p90_ape", "band_coverage")}
+    headline = (f"{_num(s.get('rows'), ',d')} rows, coverage {pct['coverage']} %: median error {pct['median_ape']} %, "
+                f"p90 {pct['p90_ape']} %, {pct['band_coverage']} % of measurements inside their band")
+    return Report(kind="validation", title="Predicted against measured", headline=headline,
+                  tables=(Table("Errors by slice (%)", ("slice", "value", "rows", "median |error|", "p90 |error|",
+                                                        "median signed", "inside band"), tuple(rows)),
+                          *([Table("Skipped rows", ("reason", "rows"), skipped)] if skipped else [])),
+                  facts=tuple(_facts(data, ("file", "profile", "calibration", "catalog_versions"))),
+                  validation=tuple(ad.validation_points(data["rows"])))
