@@ -51,7 +51,7 @@ def _fold(name: str, family: str, train, test, workers: int) -> dict:
     finally:
         os.unlink(path)
     print(f"[holdout] {name}: held out {_figures(held)}", flush=True)
-    return {"fold": name, "held_out": _figures(held), "in_sample": _figures(fitted)}
+    return {"fold": name, "held_out": _figures(held), "in_sample": _figures(fitted), "_held": held}
 
 
 def run() -> dict:
@@ -71,6 +71,7 @@ def run() -> dict:
         folds.append(_fold(f"llama.cpp without {'+'.join(held)}", "llama.cpp",
                            [r for r in lcpp if generation_of(r) not in held],
                            [r for r in lcpp if generation_of(r) in held], workers))
-    pooled = [f["held_out"] for f in folds]
-    return {"folds": folds, "note": "held_out: rows the fit never saw; in_sample: the rows it was fitted on",
-            "held_out_rows": sum(p["predicted"] for p in pooled)}
+    every = [r for f in folds for r in f.pop("_held")]
+    return {"folds": folds, "note": "held_out: rows the fit never saw; in_sample: the rows it was fitted on; "
+                                    "pooled: every held-out row of every fold",
+            "held_out_rows": len(every), "pooled": _figures(every)}

@@ -19,8 +19,8 @@ def band_key(regime: str, metric: str) -> str:
 
 BAND_QUANTILES = ("q10", "q90")  # an 80% band
 # log-width multiplier per thing the profile was not fitted on (generation, format, model family, engine
-# release): each is its own source of error, so two unseen widen by 1 + 2 × 0.25 = 1.5×, four by 2×
-WIDEN = 0.25
+# release): each is its own source of error, so two unseen widen by 1 + 2 × 0.5 = 2×, four by 3×
+WIDEN = 0.5
 
 
 def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bool]:
