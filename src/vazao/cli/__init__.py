@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from vazao.cli import accuracy, bench, catalog_cmds, cost, physics_cmds, plan, simulate  # noqa: F401  (register commands)
+from vazao.cli import (  # noqa: F401  (importing each module registers its commands)
+    accuracy,
+    bench,
+    catalog_cmds,
+    cost,
+    physics_cmds,
+    plan,
+    report,
+    simulate,
+)
 from vazao.cli.app import app, report_error
 from vazao.errors import VazaoError
 
