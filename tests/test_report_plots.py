@@ -26,41 +26,36 @@ from vazao.report.plan_report import COLUMNS, plan_cost, plan_report  # noqa: E4
 from vazao.report.reports import comparison_report, simulation_report, validation_report  # noqa: E402
 
 
+def nodes(spec):
+    """Every mapping inside a Vega-Lite spec, depth first."""
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def rows_of(spec: dict) -> list[dict]:
     """Every data row inlined in a Vega-Lite spec."""
     out = [r for rows in spec.get("datasets", {}).values() for r in rows]
-
-    def walk(node):
-        if isinstance(node, dict):
-            values = (node.get("data") or {}).get("values") if isinstance(node.get("data"), dict) else None
-            out.extend(values or [])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
+    for node in nodes(spec):
+        data = node.get("data")
+        if isinstance(data, dict):
+            out.extend(data.get("values") or [])
     return out
 
 
 def scales(spec: dict) -> dict[str, set]:
     """field -> the scale types its x/y encodings use, anywhere in the spec."""
     found: dict[str, set] = {}
-
-    def walk(node):
-        if isinstance(node, dict):
-            for ch in ("x", "y"):
-                enc = (node.get("encoding") or {}).get(ch)
-                if isinstance(enc, dict) and "field" in enc:
-                    found.setdefault(enc["field"], set()).add((enc.get("scale") or {}).get("type", "linear"))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(spec)
+    for node in nodes(spec):
+        for ch in ("x", "y"):
+            enc = (node.get("encoding") or {}).get(ch)
+            if isinstance(enc, dict) and "field" in enc:
+                found.setdefault(enc["field"], set()).add((enc.get("scale") or {}).get("type", "linear"))
     return found
 
 
