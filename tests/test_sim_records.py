@@ -107,3 +107,19 @@ def test_a_failed_records_write_keeps_the_printed_result():
     out = json.loads(res.stdout)  # the result, still one JSON object
     assert out["summary"]["requests"] == 20
     assert res.stderr.strip().count("\n") == 0 and "/dev/full" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_each_record_carries_its_planned_request(h100_8b):
+    """The simulator reads a RequestSpec by field name: each record's prompt and output tokens, arrival
+    and prefix are those its plan entry gave (a reordered or added field would shift them)."""
+    w = load_workload("support", requests=80, rate=4)  # conversations: turns released after think times
+    plan = {s.request_id: s for s in w.plan()}
+    recs = simulate(h100_8b, w).records()
+    assert len(recs) == 80
+    for r in recs:
+        s = plan[r.request_id]
+        assert (r.prompt_tokens, r.output_tokens) == (s.prompt_tokens, s.output_tokens)
+        assert s.arrival_s is None or r.arrival_s == s.arrival_s
+        assert r.cached_prompt_tokens <= s.prompt_tokens
+    turns = [s for s in plan.values() if s.after is not None]
+    assert turns and all(plan[s.after].conversation_id == s.conversation_id for s in turns)

@@ -209,3 +209,23 @@ def test_yaml_file_with_relative_paths(tmp_path):
                  "output: 8\nrequests: 5\n")
     w = load_workload(str(y))
     assert w.name == "mine" and {s.prompt_tokens for s in w.plan()} == {64}
+
+
+def test_request_spec_fields_are_named_and_typed():
+    s = RequestSpec("7", 1.5, 130, 9, "sys", 100)
+    assert (s.request_id, s.arrival_s, s.prompt_tokens, s.output_tokens, s.prefix_id, s.prefix_tokens) == (
+        "7", 1.5, 130, 9, "sys", 100)
+    assert (s.conversation_id, s.turn, s.history_tokens, s.after, s.think_time_s) == (None, 1, 0, None, 0.0)
+    plan = load_workload("support", requests=40).plan()
+    assert all(isinstance(p, RequestSpec) for p in plan)
+    later = [p for p in plan if p.turn > 1]
+    assert later and all(p.arrival_s is None and p.after is not None and p.history_tokens > 0 for p in later)
+
+
+def test_the_package_keeps_every_name_other_modules_import():
+    import vazao.workload as pkg
+
+    for name in pkg.__all__:
+        assert getattr(pkg, name) is not None, name
+    assert pkg.Workload.__module__ == "vazao.workload.types"
+    assert pkg.load_workload.__module__ == "vazao.workload.load"

@@ -5,7 +5,7 @@ idle engine starts on the first release after every event at that instant has be
 burst at t = 0 is scheduled as one batch). With a single engine its step ends are kept beside the
 heap rather than in it (the same order: a step end goes before releases at the same instant).
 
-The plan is read as plain rows (Workload.iter_rows, RequestSpec's field order) as sessions start.
+The plan is read as RequestSpecs (NamedTuples, read by field name) as sessions start.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from vazao.limits import MAX_SIM_REQUESTS
 from vazao.sim.disagg import KVLink
 from vazao.sim.engine import Engine
 from vazao.sim.sequence import Seq
-from vazao.workload import Workload
+from vazao.workload import RequestSpec, Workload
 
 RELEASE, STEP, TRANSFER, ENQUEUE = 0, 1, 2, 3
-# row fields (RequestSpec order)
-R_ID, R_ARRIVAL, R_PROMPT, R_OUTPUT, R_PREFIX, R_PREFIX_TOK, R_CONV, R_TURN, R_HIST, R_AFTER, R_THINK = range(11)
 
 
 class Runner:
@@ -38,10 +36,10 @@ class Runner:
         self.overhead_s = request_overhead_s
         self.heap: list = []
         self._n = 0
-        self._stream: Iterator[tuple] = workload.iter_rows()
-        self._peek: tuple | None = None
+        self._stream: Iterator[RequestSpec] = workload.iter_plan()
+        self._peek: RequestSpec | None = None
         self._index = 0
-        self.parked: dict[str, tuple[tuple, int]] = {}  # previous turn's id → (next turn's row, plan index)
+        self.parked: dict[str, tuple[RequestSpec, int]] = {}  # previous turn's id → (next turn's row, plan index)
         self.affinity: dict[str, Engine] = {}
         self.kick: list[Engine] = []
         self.stopped: str | None = None  # why new arrivals stopped (an overload bound)
@@ -54,7 +52,7 @@ class Runner:
             e.sink = self
 
     # ---- the plan ------------------------------------------------------------------------------
-    def _next_root(self) -> tuple[tuple, int] | None:
+    def _next_root(self) -> tuple[RequestSpec, int] | None:
         """The next session's first request; its later turns are parked until their turn comes."""
         if self._index >= MAX_SIM_REQUESTS:  # a closed loop with only a duration: a bound on memory
             self.stopped = self.stopped or (f"arrivals stopped after {MAX_SIM_REQUESTS:,} requests, the most "
@@ -68,10 +66,10 @@ class Runner:
         self._index += 1
         while True:
             nxt = next(self._stream, None)
-            if nxt is None or nxt[R_AFTER] is None:
+            if nxt is None or nxt.after is None:
                 self._peek = nxt
                 return item
-            self.parked[nxt[R_AFTER]] = (nxt, self._index)
+            self.parked[nxt.after] = (nxt, self._index)
             self._index += 1
 
     def push(self, t: float, kind: int, payload) -> None:
@@ -85,7 +83,7 @@ class Runner:
         item = self._next_root()
         if item is not None:
             row = item[0]
-            self.push(t if row[R_ARRIVAL] is None else row[R_ARRIVAL], RELEASE, (row, item[1], True))
+            self.push(t if row.arrival_s is None else row.arrival_s, RELEASE, (row, item[1], True))
 
     def _release_now(self, t: float) -> None:
         """Closed loop: a freed slot sends the next session's first request at once."""
@@ -174,10 +172,10 @@ class Runner:
             self.affinity[conv] = e
         return e
 
-    def _submit(self, row: tuple, index: int, t: float) -> None:
-        seq = Seq(row[R_ID], index, t, row[R_PROMPT], row[R_OUTPUT], row[R_PREFIX], row[R_PREFIX_TOK], row[R_CONV],
-                  index >= self.warmup)
-        e = self._route(row[R_CONV])
+    def _submit(self, row: RequestSpec, index: int, t: float) -> None:
+        seq = Seq(row.request_id, index, t, row.prompt_tokens, row.output_tokens, row.prefix_id, row.prefix_tokens,
+                  row.conversation_id, index >= self.warmup)
+        e = self._route(row.conversation_id)
         reason = e.reject_reason(seq.prompt, seq.output)
         if reason is None and self.decoders:
             reason = self.decoders[0].reject_reason(seq.prompt, seq.output)
@@ -220,7 +218,7 @@ class Runner:
         nxt = self.parked.pop(seq.rid, None)
         if nxt is not None:
             row, i = nxt
-            self.push(now + row[R_THINK], RELEASE, (row, i, False))
+            self.push(now + row.think_time_s, RELEASE, (row, i, False))
             return
         if seq.stream in self.affinity:
             del self.affinity[seq.stream]
@@ -232,7 +230,7 @@ class Runner:
         rid = seq.rid
         while rid in self.parked:
             row, _ = self.parked.pop(rid)
-            rid = row[R_ID]
+            rid = row.request_id
             self.unsent += 1
         self.affinity.pop(seq.stream, None)
         if self.closed:

@@ -14,16 +14,6 @@ import numpy as np
 
 from vazao.results import SLO, GapWindows, RequestRecord, RunSummary, summarize
 
-_RECORD_FIELDS = tuple(RequestRecord.__dataclass_fields__)
-
-
-def _record(*values) -> RequestRecord:
-    """RequestRecord(*values), every field given, without one frozen __setattr__ per field (the same
-    object, equal and with the same hash, at half the cost: summaries of 100,000 requests)."""
-    obj = object.__new__(RequestRecord)
-    obj.__dict__.update(zip(_RECORD_FIELDS, values, strict=True))
-    return obj
-
 
 @dataclass(frozen=True)
 class TimelinePoint:
@@ -151,9 +141,9 @@ class Stats:
             if counted_only and not counted:
                 continue
             gaps = (() if t == -1 else GapWindows(tracks, windows[i] if t == -2 else (t, a, b)))
-            out.append(_record(rid, "simulated", arrival, prompt, output, None if nan(first) else first,
-                               None if nan(end) else end, gaps, cached, errors.get(i), None,
-                               {"preemptions": preempt} if preempt else {}))
+            out.append(RequestRecord(rid, "simulated", arrival, prompt, output, None if nan(first) else first,
+                                     None if nan(end) else end, gaps, cached, errors.get(i), None,
+                                     {"preemptions": preempt} if preempt else {}))
         return out
 
     def summary(self, slo: SLO | None) -> RunSummary:

@@ -1,0 +1,99 @@
+"""A workload is arrivals (Poisson at a rate, a fixed concurrency in closed loop, bursts, a replayed
+trace), prompt and output length distributions, shared prefixes (system prompts used by a share
+of requests) and optional multi-turn conversations whose prompt repeats the previous turn's
+prompt and reply. `Workload.plan()` turns it into RequestSpecs, deterministically for the seed.
+
+Plan order: roots (a single request, or a conversation's first turn) in arrival order, each
+followed at once by its later turns (`after` = the previous turn, `arrival_s` None). Roots of a
+closed-loop workload have `arrival_s` None: send when one of the `concurrency` sessions is free.
+With a `rate`, Poisson arrivals start sessions (a single request or a whole conversation).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+
+from vazao.workload.types import RequestSpec, Workload
+
+_BLOCK = 4096  # values drawn per numpy call; part of what makes a plan reproducible
+
+
+def iter_plan(w: Workload) -> Iterator[RequestSpec]:
+    """Every request of `w` in plan order, drawn as it is read (memory stays flat)."""
+    seeds = np.random.SeedSequence(w.seed).spawn(7)
+    arrivals = _stream(np.random.default_rng(seeds[0]), _draw_gap(w))
+    prompts = _stream(np.random.default_rng(seeds[1]), w.prompt.draw)
+    user_dist = (w.conversation.user if w.conversation and w.conversation.user else w.prompt)
+    users = _stream(np.random.default_rng(seeds[5]), user_dist.draw)
+    outputs = _stream(np.random.default_rng(seeds[2]), w.output.draw)
+    picks = _stream(np.random.default_rng(seeds[3]), lambda rng, n: rng.random(n))
+    turns = (_stream(np.random.default_rng(seeds[4]), w.conversation.turns.draw)
+             if w.conversation else None)
+    thinks = (_stream(np.random.default_rng(seeds[6]), w.conversation.think.draw)
+              if w.conversation else None)
+    shares = list(itertools.accumulate(p.share for p in w.prefixes))
+    a = w.arrival
+    emitted = 0
+    clock = 0.0
+    session = 0
+    while w.requests is None or emitted < w.requests:
+        # when this session starts
+        if a.kind == "poisson":
+            clock += next(arrivals)
+            start: float | None = clock
+        elif a.kind == "burst":
+            size = a.burst_size or 0
+            start = (session // size) * (a.burst_interval_s or 0.0) if size else 0.0
+        elif a.kind == "trace":
+            if session >= len(a.timestamps):
+                return
+            start = a.timestamps[session]
+        else:
+            start = None
+        if start is not None and w.duration_s is not None and start >= w.duration_s:
+            return
+        # which prefix
+        prefix = None
+        if w.prefixes:
+            u = next(picks)
+            i = bisect.bisect_right(shares, u)
+            prefix = w.prefixes[i] if i < len(w.prefixes) else None
+        p_id, p_tok = (prefix.id, prefix.tokens) if prefix else (None, 0)
+        traced = a.kind == "trace" and a.trace_prompt
+        if w.conversation is None:
+            new = a.trace_prompt[session] if traced else next(prompts)
+            out = a.trace_output[session] if (a.kind == "trace" and a.trace_output) else next(outputs)
+            yield RequestSpec(str(emitted), start, p_tok + int(new), int(out), p_id, p_tok, None, 1, 0, None, 0.0)
+            emitted += 1
+        else:
+            conv = f"c{session}"
+            n_turns = next(turns)
+            history, prev = 0, None
+            for t in range(1, n_turns + 1):
+                if w.requests is not None and emitted >= w.requests:
+                    break
+                user = next(users)
+                out = next(outputs)
+                head = history if t > 1 else p_tok
+                rid = str(emitted)
+                yield RequestSpec(rid, start if t == 1 else None, head + int(user), int(out), p_id, p_tok,
+                                  conv, t, history, prev, next(thinks) if t > 1 else 0.0)
+                history = head + int(user) + int(out)
+                prev = rid
+                emitted += 1
+        session += 1
+
+
+def _draw_gap(w: Workload):
+    rate = w.arrival.rate
+    return lambda rng, n: rng.exponential(1.0 / rate, size=n)
+
+
+def _stream(rng: np.random.Generator, draw) -> Iterator:
+    """Values drawn from a numpy generator _BLOCK at a time and handed out one by one."""
+    while True:
+        yield from draw(rng, _BLOCK).tolist()

@@ -1,0 +1,192 @@
+"""The YAML edge: pydantic models of a workload file, each value bounded by the maxima in
+workload.types, with one-line messages for what is wrong."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vazao.workload.types import (
+    ARRIVALS,
+    DISTS,
+    MAX_CONCURRENCY,
+    MAX_DURATION_S,
+    MAX_PREFIXES,
+    MAX_RATE,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_SIGMA,
+    MAX_TOKENS,
+    Delay,
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+_Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+_TokensF = Annotated[float, Field(ge=0, le=MAX_TOKENS, allow_inf_nan=False)]
+
+
+class _DistModel(_Strict):
+    dist: str
+    value: _TokensF | None = None
+    low: _Tokens | None = None
+    high: _Tokens | None = None
+    mean: _TokensF | None = None
+    std: _TokensF | None = None
+    median: _TokensF | None = None
+    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA, allow_inf_nan=False)] | None = None
+    values: list[_Tokens] | None = Field(None, max_length=MAX_REQUESTS)
+    file: str | None = Field(None, max_length=4096)
+    column: str | None = None
+    min: _Tokens = 1
+    max: _Tokens | None = None
+
+    @field_validator("dist")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in DISTS:
+            raise ValueError(f"unknown distribution {v!r} (expected one of {', '.join(DISTS)})")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> _DistModel:
+        need = {"fixed": ("value",), "uniform": ("low", "high"), "normal": ("mean", "std"),
+                "lognormal": ("sigma",), "empirical": ()}[self.dist]
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"{self.dist} distribution needs {', '.join(missing)}")
+        if self.dist == "lognormal" and (self.median is None) == (self.mean is None):
+            raise ValueError("lognormal distribution needs exactly one of median or mean")
+        if self.dist == "empirical" and not self.values and not self.file:
+            raise ValueError("empirical distribution needs values (a list) or file (a path)")
+        for n in ("value", "low", "high", "mean", "median", "sigma", "std"):
+            v = getattr(self, n)
+            if v is not None and (v < 0 or (n in ("value", "high", "mean", "median") and v <= 0)):
+                raise ValueError(f"{n} must be positive, got {v}")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        if self.min < 0 or (self.max is not None and self.max < max(self.min, 1)):
+            raise ValueError(f"bad bounds min={self.min} max={self.max}")
+        if self.values is not None and any(v <= 0 for v in self.values):
+            raise ValueError("empirical values must be positive token counts")
+        return self
+
+
+class _ArrivalModel(_Strict):
+    kind: str
+    rate: Annotated[float, Field(le=MAX_RATE)] | None = None
+    concurrency: Annotated[int, Field(le=MAX_CONCURRENCY)] | None = None
+    size: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
+    interval_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
+    file: str | None = Field(None, max_length=4096)
+    timestamps: list[float] | None = Field(None, max_length=MAX_REQUESTS)
+
+    @model_validator(mode="after")
+    def _check(self) -> _ArrivalModel:
+        if self.kind not in ARRIVALS:
+            raise ValueError(f"unknown arrival kind {self.kind!r} (expected one of {', '.join(ARRIVALS)})")
+        if self.kind == "poisson" and (self.rate is None or not self.rate > 0 or not math.isfinite(self.rate)):
+            raise ValueError(f"poisson arrivals need a positive rate (requests/s), got {self.rate}")
+        if self.kind == "concurrency" and (self.concurrency is None or self.concurrency < 1):
+            raise ValueError(f"closed-loop arrivals need a positive concurrency, got {self.concurrency}")
+        if self.kind == "burst":
+            if self.size is not None and self.size < 1:
+                raise ValueError(f"burst size must be positive, got {self.size}")
+            if self.interval_s is not None and self.interval_s <= 0:
+                raise ValueError(f"burst interval_s must be positive, got {self.interval_s}")
+        if self.kind == "trace" and not self.file and self.timestamps is None:
+            raise ValueError("trace arrivals need file (a path) or timestamps (a list of seconds)")
+        return self
+
+
+class _PrefixModel(_Strict):
+    id: str = Field(max_length=256)
+    tokens: Annotated[int, Field(le=MAX_TOKENS)]
+    share: float = 1.0
+
+    @model_validator(mode="after")
+    def _check(self) -> _PrefixModel:
+        if self.tokens < 1:
+            raise ValueError(f"prefix {self.id}: tokens must be positive, got {self.tokens}")
+        if not 0 < self.share <= 1:
+            raise ValueError(f"prefix {self.id}: share must be in (0, 1], got {self.share}")
+        return self
+
+
+_Seconds = Annotated[float, Field(le=MAX_DURATION_S)]
+
+
+class _DelayModel(_Strict):
+    dist: str
+    value: _Seconds | None = None
+    mean: _Seconds | None = None
+    low: _Seconds | None = None
+    high: _Seconds | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> _DelayModel:
+        kinds = ("fixed", "exponential", "uniform")
+        if self.dist not in kinds:
+            raise ValueError(f"unknown think-time distribution {self.dist!r} (expected one of {', '.join(kinds)})")
+        need = {"fixed": ("value",), "exponential": ("mean",), "uniform": ("low", "high")}[self.dist]
+        missing = [n for n in need if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"{self.dist} think time needs {', '.join(missing)}")
+        for n in ("value", "mean", "low", "high"):
+            v = getattr(self, n)
+            if v is not None and (v < 0 or not math.isfinite(v)):
+                raise ValueError(f"think time {n} must be a non-negative number of seconds, got {v}")
+        if self.dist == "uniform" and self.low > self.high:
+            raise ValueError(f"think time low ({self.low}) is above high ({self.high})")
+        return self
+
+    def build(self) -> Delay:
+        if self.dist == "uniform":
+            return Delay("uniform", low=self.low, high=self.high)
+        return Delay(self.dist, mean=self.value if self.dist == "fixed" else self.mean)
+
+
+class _ConversationModel(_Strict):
+    turns: _DistModel | Annotated[int, Field(le=MAX_REQUESTS)]
+    user: _DistModel | Annotated[int, Field(le=MAX_TOKENS)] | None = None
+    think_time_s: _DelayModel | _Seconds = 0.0
+
+    @field_validator("think_time_s")
+    @classmethod
+    def _think(cls, v):
+        if isinstance(v, float) and (v < 0 or not math.isfinite(v)):
+            raise ValueError(f"think_time_s must be a non-negative number of seconds, got {v}")
+        return v
+
+
+class _WorkloadModel(_Strict):
+    name: str | None = Field(None, max_length=256)
+    description: str = Field("", max_length=10_000)
+    arrival: _ArrivalModel
+    prompt: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
+    output: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
+    prefixes: list[_PrefixModel] = Field([], max_length=MAX_PREFIXES)
+    conversation: _ConversationModel | None = None
+    requests: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
+    duration_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    warmup: Annotated[int, Field(le=MAX_REQUESTS)] = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> _WorkloadModel:
+        if self.requests is not None and self.requests < 1:
+            raise ValueError(f"requests must be a positive integer, got {self.requests}")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ValueError(f"duration_s must be positive, got {self.duration_s}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must not be negative, got {self.warmup}")
+        if sum(p.share for p in self.prefixes) > 1 + 1e-9:
+            raise ValueError("prefix shares add up to more than 1")
+        if len({p.id for p in self.prefixes}) != len(self.prefixes):
+            raise ValueError("prefix ids must be unique")
+        return self

@@ -1,0 +1,266 @@
+"""The workload's types: length and think-time distributions, arrivals, shared prefixes,
+conversations, one planned request (RequestSpec) and the Workload itself, with the sane maxima
+every workload is checked against. Workload.plan() draws the requests (workload.plan)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from vazao import inputs
+from vazao.errors import VazaoError
+
+DISTS = ("fixed", "uniform", "normal", "lognormal", "empirical")
+ARRIVALS = ("poisson", "concurrency", "burst", "trace")
+
+# Sane maxima, checked before a plan is drawn: a workload cannot ask a simulation or a bench for
+# 10^12 requests or 10^30-token prompts.
+MAX_REQUESTS = 10_000_000
+MAX_TOKENS = 2**24  # one prompt or answer (16.7M tokens: past every model's context)
+MAX_RATE = 1e6  # sessions per second
+MAX_CONCURRENCY = 1_000_000
+MAX_DURATION_S = 1e7  # ~116 days
+MAX_SEED = 2**63 - 1
+MAX_SIGMA = 10.0  # of log(length): e^10 already spans four orders of magnitude either way
+MAX_PREFIXES = 1_000
+MAX_WORKLOAD_BYTES = 4 * 2**20  # a workload YAML is a few hundred bytes
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A token-length distribution. Samples are rounded to integers and clipped to [min, max]."""
+
+    kind: str
+    value: float | None = None  # fixed
+    low: int | None = None  # uniform (inclusive)
+    high: int | None = None
+    mean: float | None = None  # normal; lognormal (alternative to median)
+    std: float | None = None  # normal
+    median: float | None = None  # lognormal
+    sigma: float | None = None  # lognormal: std of log(length)
+    values: tuple[int, ...] = ()  # empirical
+    min: int = 1
+    max: int | None = None
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "fixed":
+            x = np.full(n, float(self.value))
+        elif self.kind == "uniform":
+            x = rng.integers(self.low, self.high + 1, size=n).astype(float)
+        elif self.kind == "normal":
+            x = rng.normal(self.mean, self.std, size=n)
+        elif self.kind == "lognormal":
+            mu = math.log(self.median) if self.median else math.log(self.mean) - self.sigma**2 / 2
+            x = rng.lognormal(mu, self.sigma, size=n)
+        else:
+            x = rng.choice(np.asarray(self.values, dtype=float), size=n)
+        hi = self.max if self.max is not None else MAX_TOKENS  # a lognormal tail stays inside int64
+        return np.clip(np.rint(x), self.min, hi).astype(np.int64)
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{self.value:g}"
+        if self.kind == "uniform":
+            return f"uniform {self.low}–{self.high}"
+        if self.kind == "normal":
+            return f"normal {self.mean:g}±{self.std:g}"
+        if self.kind == "lognormal":
+            centre = f"median {self.median:g}" if self.median else f"mean {self.mean:g}"
+            return f"lognormal {centre} σ {self.sigma:g}"
+        return f"empirical ({len(self.values)} values)"
+
+
+@dataclass(frozen=True)
+class Arrival:
+    kind: str  # poisson | concurrency | burst | trace
+    rate: float | None = None  # poisson: sessions started per second
+    concurrency: int | None = None  # concurrency: sessions in flight (closed loop)
+    burst_size: int | None = None  # burst: sessions per burst (None: all at once)
+    burst_interval_s: float | None = None
+    timestamps: tuple[float, ...] = ()  # trace: session start times
+    trace_prompt: tuple[int, ...] = ()  # trace: optional per-entry prompt tokens
+    trace_output: tuple[int, ...] = ()  # trace: optional per-entry output tokens
+
+    def describe(self) -> str:
+        if self.kind == "poisson":
+            return f"Poisson {self.rate:g}/s"
+        if self.kind == "concurrency":
+            return f"closed loop, concurrency {self.concurrency}"
+        if self.kind == "burst":
+            every = f" every {self.burst_interval_s:g} s" if self.burst_interval_s else ""
+            return f"burst of {self.burst_size or 'all'}{every}"
+        return f"trace of {len(self.timestamps)} arrivals"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A shared prompt head (system prompt, policy text, few-shot examples) used by `share` of sessions."""
+
+    id: str
+    tokens: int
+    share: float
+
+
+@dataclass(frozen=True)
+class Delay:
+    """A think time in seconds: fixed, exponential (memoryless users) or uniform."""
+
+    kind: str = "fixed"  # fixed | exponential | uniform
+    mean: float = 0.0  # fixed value, or the exponential's mean
+    low: float = 0.0
+    high: float = 0.0
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.kind == "exponential":
+            return rng.exponential(self.mean, size=n) if self.mean > 0 else np.zeros(n)
+        if self.kind == "uniform":
+            return rng.uniform(self.low, self.high, size=n)
+        return np.full(n, float(self.mean))
+
+    def describe(self) -> str:
+        if self.kind == "exponential":
+            return f"exponential mean {self.mean:g} s"
+        if self.kind == "uniform":
+            return f"uniform {self.low:g}–{self.high:g} s"
+        return f"{self.mean:g} s"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Multi-turn sessions: turn t's prompt = prefix + every earlier user message and reply + the new
+    user message (drawn from `user`, else from the workload's prompt distribution)."""
+
+    turns: Dist
+    user: Dist | None = None
+    think: Delay = Delay()  # between a reply's last token and the next turn
+
+
+
+class RequestSpec(NamedTuple):
+    """One planned request. A NamedTuple: built and read at tuple speed in the simulator's hot path,
+    every field read by name (a new field cannot shift the others)."""
+
+    request_id: str
+    arrival_s: float | None  # None: released by the closed loop or by `after`
+    prompt_tokens: int  # total prompt: prefix + history + new tokens
+    output_tokens: int
+    prefix_id: str | None = None
+    prefix_tokens: int = 0
+    conversation_id: str | None = None
+    turn: int = 1
+    history_tokens: int = 0  # leading prompt tokens that repeat the previous turn's prompt + reply
+    after: str | None = None  # request_id this one waits for (the previous turn)
+    think_time_s: float = 0.0  # delay after `after` completes
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    arrival: Arrival
+    prompt: Dist
+    output: Dist
+    prefixes: tuple[Prefix, ...] = ()
+    conversation: Conversation | None = None
+    requests: int | None = None
+    duration_s: float | None = None
+    seed: int = 0
+    warmup: int = 0  # the first `warmup` requests of the plan are left out of summaries
+    description: str = ""
+
+    @property
+    def concurrency(self) -> int | None:
+        return self.arrival.concurrency if self.arrival.kind == "concurrency" else None
+
+    @property
+    def closed_loop(self) -> bool:
+        return self.arrival.kind == "concurrency"
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the plan is finite (a closed loop with only a duration runs until the clock says)."""
+        if self.requests is not None or self.arrival.kind == "trace":
+            return True
+        # timed arrivals stop at the duration; a closed loop only stops when the clock says so
+        return self.arrival.kind in ("poisson", "burst") and self.duration_s is not None
+
+    def with_overrides(self, *, requests: int | None = None, rate: float | None = None,
+                       concurrency: int | None = None, seed: int | None = None,
+                       duration_s: float | None = None) -> Workload:
+        """The same traffic shape with some knobs changed (validated like the file's own values)."""
+        w = self
+        if rate is not None and concurrency is not None:
+            raise VazaoError("give either a rate (open loop) or a concurrency (closed loop), not both")
+        if rate is not None:
+            rate = inputs.positive(rate, "rate (requests per second)", maximum=MAX_RATE)
+            w = replace(w, arrival=Arrival("poisson", rate=float(rate)))
+        if concurrency is not None:
+            concurrency = _positive_int(concurrency, "concurrency", MAX_CONCURRENCY)
+            w = replace(w, arrival=Arrival("concurrency", concurrency=int(concurrency)))
+        if requests is not None:
+            w = replace(w, requests=_positive_int(requests, "requests", MAX_REQUESTS))
+        if duration_s is not None:
+            duration_s = inputs.positive(duration_s, "duration (seconds)", maximum=MAX_DURATION_S)
+            w = replace(w, duration_s=float(duration_s))
+        if seed is not None:
+            w = replace(w, seed=int(inputs.number(seed, "seed", minimum=0, maximum=MAX_SEED, integer=True)))
+        if w.arrival.kind == "trace" and w.requests is None:
+            w = replace(w, requests=len(w.arrival.timestamps))
+        _check_size(w)
+        if not w.bounded and w.duration_s is None:
+            raise VazaoError(f"workload {w.name}: set `requests` or `duration_s`")
+        if (w.arrival.kind == "burst" and w.requests is None
+                and not (w.arrival.burst_size and w.arrival.burst_interval_s)):
+            raise VazaoError(f"workload {w.name}: a single burst needs `requests` (how many arrive at once)")
+        if w.warmup and w.requests is not None and w.warmup >= w.requests:
+            raise VazaoError(f"workload {w.name}: warmup ({w.warmup}) must be below requests ({w.requests})")
+        return w
+
+    def describe(self) -> str:
+        parts = [self.arrival.describe(), f"prompt {self.prompt.describe()}", f"output {self.output.describe()}"]
+        if self.prefixes:
+            parts.append(", ".join(f"prefix {p.id} {p.tokens} tok × {p.share:.0%}" for p in self.prefixes))
+        if self.conversation:
+            parts.append(f"{self.conversation.turns.describe()} turns, think {self.conversation.think.describe()}")
+        if self.requests:
+            parts.append(f"{self.requests:,} requests")
+        if self.duration_s:
+            parts.append(f"{self.duration_s:g} s")
+        return "; ".join(parts)
+
+    def plan(self) -> list[RequestSpec]:
+        """Every request of the run, deterministic for the seed (see vazao.workload.plan)."""
+        if not self.bounded:
+            raise VazaoError(f"workload {self.name}: a closed loop with only a duration has no finite "
+                             "plan; set `requests` (or iterate iter_plan())")
+        return list(self.iter_plan())
+
+    def iter_plan(self) -> Iterator[RequestSpec]:
+        """The plan as a stream, so that memory stays flat."""
+        from vazao.workload.plan import iter_plan
+
+        return iter_plan(self)
+
+
+def _positive_int(value: Any, what: str, maximum: int) -> int:
+    return int(inputs.number(value, what, minimum=1, maximum=maximum, integer=True))
+
+
+def _check_size(w: Workload) -> None:
+    """A plan bounded only by its duration must still stay under MAX_REQUESTS sessions."""
+    if w.requests is not None or w.duration_s is None:
+        return
+    a = w.arrival
+    if a.kind == "poisson":
+        sessions = a.rate * w.duration_s
+    elif a.kind == "burst" and a.burst_size and a.burst_interval_s:
+        sessions = a.burst_size * (w.duration_s / a.burst_interval_s + 1)
+    else:
+        return
+    if sessions > MAX_REQUESTS:
+        raise VazaoError(f"workload {w.name}: {w.duration_s:g} s of {a.describe()} plans about {sessions:,.0f} "
+                         f"sessions, more than {MAX_REQUESTS:,}; set `requests` or a shorter duration")
+
