@@ -43,10 +43,11 @@ def test_every_engine_explains_every_flag_and_names_its_source():
     assert "--split-mode" in lc.argv
 
 
-@pytest.mark.parametrize("engine,fmt", [("llama.cpp", "int4-awq"), ("vllm", "q4_k_m"), ("trtllm", "q4_k_m")])
-def test_refusals_are_one_line(engine, fmt):
+@pytest.mark.parametrize("engine,fmt,tp", [("llama.cpp", "int4-awq", 1), ("vllm", "q4_k_m", 1),
+                                           ("trtllm", "q4_k_m", 1), ("llama.cpp", "q4_k_m", 2)])
+def test_refusals_are_one_line(engine, fmt, tp):
     with pytest.raises(VazaoError):
-        launch_command(engine, LaunchSpec(model="llama-3.1-8b", fmt=fmt, kv="fp16"))
+        launch_command(engine, LaunchSpec(model="llama-3.1-8b", fmt=fmt, kv="fp16", tp=tp))
 
 
 def test_model_ids_and_the_bench_command():

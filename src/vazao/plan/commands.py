@@ -156,6 +156,9 @@ def _sglang(s: LaunchSpec) -> _Args:
 def _llama_cpp(s: LaunchSpec) -> _Args:
     if s.fmt not in GGUF and s.fmt not in ("fp16", "bf16"):
         raise VazaoError(f"llama.cpp serves GGUF files: {s.fmt} has no GGUF type; use q8_0 or q4_k_m")
+    if s.tp > 1:
+        raise VazaoError(f"llama.cpp: tp {s.tp} has no equivalent here; it splits a model over GPUs by layer "
+                         "(pp), which is what the planner searches for it")
     a = _Args("llama-server")
     a.add("-m", f"{model_id(s.model).split('/')[-1]}-{s.fmt.upper()}.gguf",
           "a GGUF file of the model in this format (convert_hf_to_gguf.py, then llama-quantize)")
