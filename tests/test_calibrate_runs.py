@@ -109,3 +109,12 @@ def test_validate_reads_bench_runs_too(tmp_path):
     assert {row["metric"] for row in d["rows"]} == {"ttft_ms", "itl_ms", "tpot_ms", "output_tok_s_total"}
     r = CliRunner().invoke(app, ["validate", str(tmp_path), "--gpu", "h100-sxm"])
     assert r.exit_code == 2 and "give --engine" in r.output
+
+
+def test_garbage_counts_skip_the_level_with_a_reason():
+    doc = {"run": {"concurrency": 1}, "summary": {**_summary(), "prompt_tokens": "abc", "requests": True}}
+    rows, problems = level_rows(doc, DEP, "r.json")
+    assert not rows and problems and "no request" in problems[0].reason
+    doc = {"run": {"concurrency": 1}, "summary": {**_summary(), "prompt_tokens": "abc"}}
+    rows, problems = level_rows(doc, DEP, "r.json")
+    assert not rows and "no prompt or output" in problems[0].reason

@@ -120,7 +120,6 @@ class Shape:
     tp: int
     pp: int
     engine: str
-    sort_key: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def gpus_per_replica(self) -> int:

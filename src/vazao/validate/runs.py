@@ -72,6 +72,13 @@ def _condition(level: Mapping[str, Any]) -> Condition | None:
     return None
 
 
+def _count(value: Any) -> int:
+    """A token or request count from a result file: a non-negative integer, else 0 (the level is skipped)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
+
+
 def _mean(summary: Mapping[str, Any], key: str) -> float | None:
     lat = summary.get(key)
     v = lat.get("mean") if isinstance(lat, Mapping) else None
@@ -93,17 +100,15 @@ def level_rows(doc: Mapping[str, Any], dep: RunDeployment, where: str) -> tuple[
     for i, (level, summary) in enumerate(levels):
         rid = f"{Path(where).stem}#{i}"
         cond = _condition(level)
-        n = summary.get("requests") or 0
-        errors = summary.get("errors") or 0
-        ok = n - errors if isinstance(n, int) and isinstance(errors, int) else 0
+        ok = _count(summary.get("requests")) - _count(summary.get("errors"))
         if cond is None:
             problems.append(Problem(0, rid, "the level names no concurrency or request rate"))
             continue
         if ok <= 0:
             problems.append(Problem(0, rid, "no request of this level succeeded"))
             continue
-        prompt = round((summary.get("prompt_tokens") or 0) / ok)
-        output = round((summary.get("output_tokens") or 0) / ok)
+        prompt = round(_count(summary.get("prompt_tokens")) / ok)
+        output = round(_count(summary.get("output_tokens")) / ok)
         if prompt < 1 or output < 1:
             problems.append(Problem(0, rid, "the summary has no prompt or output token counts"))
             continue
