@@ -101,6 +101,45 @@ def test_interrupted_run_keeps_records_summary_and_result(tmp_path, long_wl, sig
     assert written["run"]["run_id"] == lines[0]["run_id"]
 
 
+def test_signals_spaced_out_never_hang_or_kill_by_default_action(tmp_path, long_wl):
+    """Three presses, each landing in a different phase (loop, clean-up, exit): the process ends with
+    128+SIGINT, never by the default action (-2), and every line of the records file is whole."""
+    records = tmp_path / "run.jsonl"
+    with spawn(FakeConfig(ttft=0.01, itl=0.01)) as url:
+        proc = subprocess.Popen([*CLI, "bench", url, "-w", long_wl, "--records", str(records), "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_for_records(records, 8, proc)
+        for _ in range(3):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.04)
+        _, stderr = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    lines = _lines(records)  # raises on a cut line
+    assert lines[0]["kind"] == "meta" and sum(d["kind"] == "record" for d in lines) >= 8
+
+
+def test_clean_up_that_hangs_is_ended_by_the_watchdog():
+    """However the clean-up goes, the process ends soon after the first signal: here it hangs on
+    purpose, and the watchdog says where it stood and exits 128+signal."""
+    script = (
+        "import signal, time\n"
+        "import vazao.cli.interrupt as it\n"
+        "it.GRACE_S = 0.5\n"
+        "s = it.Interrupts()\n"
+        "s.install()\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
+        "except it.Interrupted:\n"
+        "    pass\n"
+        "while True:\n"
+        "    time.sleep(0.05)  # a clean-up that never ends\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WAIT_S)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    assert "took over 0.5 s" in proc.stderr and "time.sleep" not in proc.stderr.split("quitting")[0]
+    assert 'File "<string>"' in proc.stderr  # the traceback of where it stood
+
+
 # ---- one run per file -----------------------------------------------------------------------------
 
 

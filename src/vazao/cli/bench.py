@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from rich.markup import escape
 
 from vazao import inputs
 from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, report_error
+from vazao.cli.interrupt import Interrupted, Interrupts
 from vazao.errors import VazaoError
 from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
 from vazao.units import parse_duration
@@ -100,87 +100,36 @@ def _paths(output: Path | None, records: Path | None, force: bool) -> tuple[Path
     return output, records
 
 
-class _Interrupted(BaseException):
-    """SIGINT or SIGTERM outside the event loop (before it started)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _run(cfg: BenchConfig, result: BenchResult) -> int | None:
-    """Run the bench; SIGINT and SIGTERM cancel it, the requests in flight end as `cancelled`
-    records and the summary is still made. Returns the signal that interrupted it, or None."""
+def _run(cfg: BenchConfig, result: BenchResult, sig: Interrupts) -> int | None:
+    """Run the bench; the first SIGINT or SIGTERM cancels it, the requests in flight end as
+    `cancelled` records and the summary is still made (see cli/interrupt.py for the second and
+    third). Returns the signal that interrupted it, or None."""
     import asyncio
 
     from vazao.bench.loop import run as run_loop
     from vazao.bench.session import run_bench
 
-    got: list[int] = []
-
-    def early(signum, frame):  # before the loop handles signals itself
-        raise _Interrupted(signum)
-
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-
-        def on_signal(signum: int) -> None:
-            got.append(signum)
-            task.cancel()  # a second signal cuts the clean-up short, never the records in flight
-
-        if main_thread:
-            for sig in _SIGNALS:
-                loop.add_signal_handler(sig, on_signal, sig)
+        sig.attach(asyncio.current_task())
         try:
             await run_bench(cfg, result)
         except asyncio.CancelledError:
-            if not got:
+            if not sig.got:
                 raise
         finally:
-            if main_thread:
-                for sig in _SIGNALS:
-                    loop.remove_signal_handler(sig)
-                    signal.signal(sig, late)
+            sig.detach(loop)
 
-    def late(signum, frame):
-        # The loop is done and the summary is being written. After an interrupt, one more signal
-        # (the second Ctrl-C of a double press, which can land here on a loaded machine) is let
-        # pass so the result file and stdout are whole; a further one ends the process at once.
-        got.append(signum)
-        if len(got) > 2 or len(got) == 1:
-            raise SystemExit(128 + got[0])
-
-    main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
-    if main_thread:
-        for sig in _SIGNALS:
-            signal.signal(sig, early)
+    sig.install()
     try:
         run_loop(main())  # uvloop when installed (the `fast` extra)
-    except (_Interrupted, KeyboardInterrupt) as exc:
-        got.append(getattr(exc, "signum", signal.SIGINT))
+    except (Interrupted, KeyboardInterrupt) as exc:
+        if not sig.got:
+            sig.got.append(getattr(exc, "signum", signal.SIGINT))
         result.interrupted = True
     finally:
-        if main_thread:
-            for sig in _SIGNALS:
-                signal.signal(sig, late)
-    return got[0] if got else None
-
-
-@contextlib.contextmanager
-def _signals_restored():
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.getsignal(sig) for sig in _SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        sig.after_loop()
+    return sig.first
 
 
 def _say(text: str, *, err: bool = False, markup: str = "") -> None:
@@ -239,7 +188,7 @@ def bench_cmd(
     with contextlib.suppress(VazaoError):
         hdrs = _headers(header)
     key = os.environ.get(api_key_env) if api_key_env else None
-    with redact.scope([key, *redact.header_secrets(hdrs), *redact.url_secrets(url)]), _signals_restored():
+    with redact.scope([key, *redact.header_secrets(hdrs), *redact.url_secrets(url)]):
         _bench(url, workload=workload, model=model, api=api, requests=requests, duration=duration,
                concurrency=concurrency, rate=rate, find_max=find_max, slo=slo, warmup=warmup, seed=seed,
                output=output, records=records, force=force, dataset=dataset, tokenizer=tokenizer,
@@ -291,12 +240,23 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
     except VazaoError as exc:
         fail(redact.redact(str(exc)))
     result = BenchResult(cfg, None)
+    sig = Interrupts(say=lambda text: _say(text, err=True))
     try:
-        signum = _run(cfg, result)
-    except BenchRefused as exc:
-        fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
-    except VazaoError as exc:
-        fail(redact.redact(str(exc)))
+        try:
+            signum = _run(cfg, result, sig)
+        except BenchRefused as exc:
+            fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
+        except VazaoError as exc:
+            fail(redact.redact(str(exc)))
+        _finish(cfg, result, out_path, signum, json_out=json_out)
+    finally:
+        sig.restore()
+
+
+def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum: int | None, *,
+            json_out: bool) -> None:
+    from vazao.bench import redact
+
     data = redact.redact_obj(_clean(result.to_json()))
     if out_path is not None:
         inputs.write_text(out_path, json.dumps(data, indent=2) + "\n", "result file (-o)")
