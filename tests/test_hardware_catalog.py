@@ -232,3 +232,30 @@ def test_dense_ratios_are_sane():
             assert acc.peak("fp8") <= 2.05 * bf16, acc.id  # L40S: 733 vs 362
         if bf16:
             assert bf16 <= 32 * acc.peak("fp32"), acc.id
+
+
+def test_fp16_accumulate_speedup_only_on_geforce_cards():
+    """GeForce cards list FP32-accumulate tensor rates and run FP16-accumulate GEMMs at twice them
+    (NVIDIA Ampere GA102 whitepaper: RTX 3090 142 vs 71 dense FP16 TFLOPS; Ada whitepaper: RTX 4090 330.3 vs
+    165.2). The professional Ada cards (RTX 6000/5000/4000 Ada) and the data-centre parts run FP32
+    accumulate at full rate, so their listed rate is the only one (RTX 6000 Ada datasheet)."""
+    from vazao.catalog.hardware import accelerators, get_accelerator
+
+    assert get_accelerator("rtx-3090").fp16_accumulate_speedup == 2.0
+    assert get_accelerator("rtx-4090").fp16_accumulate_speedup == 2.0
+    for pro in ("rtx-6000-ada", "rtx-5000-ada", "rtx-4000-ada", "rtx-a6000", "l40s", "a100-sxm-80gb", "h100-sxm",
+                "rtx-pro-6000-blackwell"):
+        assert get_accelerator(pro).fp16_accumulate_speedup == 1.0, pro
+    doubled = {a.id for a in accelerators().values() if a.fp16_accumulate_speedup != 1.0}
+    assert doubled and all(a.startswith("rtx-") and not a.endswith("-ada") for a in doubled)
+
+
+def test_fp16_accumulate_speedup_is_checked():
+    from vazao.catalog.hardware import _accelerator
+    from vazao.errors import VazaoError
+
+    entry = {"id": "x", "name": "x", "vendor": "nvidia", "generation": "ada", "memory_gb": 24, "bandwidth_gb_s": 1000,
+             "peak_tflops": {"fp16": 100}, "interconnect": "pcie4", "interconnect_gb_s": 32, "host_link_gb_s": 32,
+             "source": "s", "as_of": "2026", "fp16_accumulate_speedup": 9}
+    with pytest.raises(VazaoError, match="fp16_accumulate_speedup"):
+        _accelerator(entry)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -50,6 +49,8 @@ class Accelerator:
     price_as_of: str | None = None
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    # GeForce cards list FP32-accumulate tensor rates; GEMMs that accumulate in FP16 run this much faster
+    fp16_accumulate_speedup: float = 1.0
     gen: Generation | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -65,12 +66,6 @@ class Accelerator:
     def peak(self, dtype: str) -> float:
         """Dense peak for a compute dtype; 0 when the chip has no figure for it."""
         return self.peak_flops.get(dtype, 0.0)
-
-    @property
-    def geforce(self) -> bool:
-        """A GeForce card (rtx-3090, rtx-4090 …): its listed tensor rates are FP32-accumulate, and
-        FP16-accumulate GEMMs run at twice them (shared/data/README.md)."""
-        return self.vendor == "nvidia" and re.match(r"rtx-\d{4}", self.id) is not None
 
     @property
     def peak_16bit(self) -> tuple[str, float]:
@@ -97,6 +92,13 @@ def generations() -> Mapping[str, Generation]:
             as_of=str(g["as_of"]),
         )
     return MappingProxyType(out)
+
+
+def _speedup(entry: dict) -> float:
+    v = entry.get("fp16_accumulate_speedup", 1)
+    if not isinstance(v, (int, float)) or not 1 <= v <= 4:
+        raise VazaoError(f"accelerator {entry['id']}: fp16_accumulate_speedup must be a number from 1 to 4, got {v!r}")
+    return float(v)
 
 
 def _accelerator(entry: dict) -> Accelerator:
@@ -129,6 +131,7 @@ def _accelerator(entry: dict) -> Accelerator:
         as_of=str(entry["as_of"]),
         aliases=tuple(entry.get("aliases", ())),
         notes=entry.get("notes", ""),
+        fp16_accumulate_speedup=_speedup(entry),
         gen=gens[gen_name],
     )
 

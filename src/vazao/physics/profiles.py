@@ -44,6 +44,10 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "step_overhead_s": (0.0, 0.2),
     "per_sequence_overhead_s": (0.0, 0.01),
     "request_overhead_s": (0.0, 2.0),  # HTTP, tokenization, detokenization: added to every TTFT
+    # share of the shorter of a step's host work (scheduling, sampling, bookkeeping: the overheads above) and
+    # device work hidden under the longer: an engine that schedules step n+1 while the GPU runs step n
+    # (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) pays max(host, device), not their sum
+    "host_overlap": (0.0, 1.0),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
 SIZINGS = ("fixed", "trtllm-bench")
@@ -85,6 +89,7 @@ class EngineProfile:
     dequant_factor: float = 1.0
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
+    host_overlap: float = 0.0
     # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)
     memory_basis: str = "total"
     # guaranteed: a request is admitted only when the KV of its whole prompt + output is free (TensorRT-LLM's
@@ -155,6 +160,12 @@ class EngineProfile:
 
     def with_values(self, **values: float) -> EngineProfile:
         return replace(self, **values)
+
+    def overridden(self, **values: float) -> EngineProfile:
+        """These values on every release: taken out of the `versions` entries too, so that a release's
+        shipped values (applied by at_version) never silently replace a value being tried in a fit."""
+        versions = tuple(MappingProxyType({k: v for k, v in e.items() if k not in values}) for e in self.versions)
+        return replace(self, versions=versions, **values)
 
     def idealized(self) -> EngineProfile:
         """Same scheduler, physical-limit costs: efficiencies 1, no overheads (--ideal)."""

@@ -166,6 +166,14 @@ def _max2(a, b):
     return a if a >= b else b
 
 
+def _min2(a, b):
+    if _is_array(a) or _is_array(b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return a if a <= b else b
+
+
 class StepConstants:
     """The hardware and engine side of the cost model for one deployment. Every field may be a float
     or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
@@ -174,7 +182,7 @@ class StepConstants:
                  "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor", "attn_eff",
                  "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
-                 "step_overhead_s", "per_sequence_overhead_s", "offload_s")
+                 "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s")
 
     def __init__(self, shard, eng, tp: int, pp: int, gpus_per_replica: int, free_bytes_per_gpu,
                  matmul_peak, peak16, peak_fp32, bandwidth, link, host_link, narrow=False) -> None:
@@ -208,13 +216,14 @@ class StepConstants:
         self.p2p_latency_s = P2P_LATENCY_S if (pp > 1 and eng.allreduce_latency_s) else 0.0
         self.step_overhead_s = eng.step_overhead_s
         self.per_sequence_overhead_s = eng.per_sequence_overhead_s
+        self.host_overlap = eng.host_overlap
         # Weights that do not fit stream from host memory over the host link on every step.
         self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
 
     @classmethod
     def of(cls, dep) -> StepConstants:
         acc = dep.accelerator
-        peak16 = acc.peak_16bit[1] * (2.0 if dep.engine.fp16_accumulate and acc.geforce else 1.0)
+        peak16 = acc.peak_16bit[1] * (acc.fp16_accumulate_speedup if dep.engine.fp16_accumulate else 1.0)
         native = dep.support.status == "native"
         dtype = dep.weight_format.compute_dtype
         return cls(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
@@ -298,7 +307,11 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
         work_s = work_s + c.unhidden * (compute_s + memory_s - work_s)
     if c.bubble:
         comm_s = comm_s + work_s * c.bubble
-    return compute_s, memory_s, comm_s, overhead_s, work_s + comm_s + overhead_s
+    device_s = work_s + comm_s
+    time_s = device_s + overhead_s
+    if c.host_overlap:
+        time_s = time_s - c.host_overlap * _min2(device_s, overhead_s)
+    return compute_s, memory_s, comm_s, overhead_s, time_s
 
 
 def step_cost(dep, shape: BatchShape) -> StepCost:

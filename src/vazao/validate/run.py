@@ -87,7 +87,7 @@ def _profiles(path: str | None, overrides_key: tuple) -> Mapping:
 
     base = dict(load_profiles(path)) if path else dict(engines())
     for fam, values in overrides_key:
-        base[fam] = base[fam].with_values(**dict(values))
+        base[fam] = base[fam].overridden(**dict(values))
     return base
 
 
