@@ -77,7 +77,7 @@ def compare_table(names: Sequence[str], summaries: Sequence[RunSummary]) -> Tabl
         return f"{b / a:.2f}×"
 
     for label, key in METRICS:
-        for st in ("p50", "p95"):
+        for st in ("p50", "p95", "p99"):
             vals = [getattr(s, key).get(st) for s in summaries]
             row = [f"{label} {st}", *(fmt_seconds(v) for v in vals)]
             if len(summaries) == 2:

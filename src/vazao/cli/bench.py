@@ -177,6 +177,9 @@ def bench_cmd(
     max_connections: str = typer.Option("1024", "--max-connections", help="Connection pool size."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Probe and calibrate before the run."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Live progress bar on stderr."),
+    outputs: str = typer.Option(None, "--outputs",
+                                help="Report files to write after the run: json,csv,html (named as -o, "
+                                     "else as the records)."),
     json_out: bool = JSON,
 ) -> None:
     """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL.
@@ -194,15 +197,17 @@ def bench_cmd(
                output=output, records=records, force=force, dataset=dataset, tokenizer=tokenizer,
                api_key_env=api_key_env, header=header, extra_body=extra_body, ignore_eos=ignore_eos, usage=usage,
                timeout=timeout, stall_timeout=stall_timeout, max_time=max_time, max_connections=max_connections,
-               probe=probe, progress=progress, json_out=json_out)
+               probe=probe, progress=progress, outputs=outputs, json_out=json_out)
 
 
-def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None]:
+def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict[str, Path]]:
     from vazao.bench.client import Target
     from vazao.bench.session import BenchConfig
     from vazao.results import SLO
 
     out_path, records_path = _paths(o["output"], o["records"], o["force"])
+    reports = _report_paths(o["outputs"], records_path, out_path, o["force"])
+    out_path = reports.get("json", out_path)
     hdrs = _headers(o["header"])
     c, r = o["concurrency"], o["rate"]
     cfg = BenchConfig(
@@ -227,7 +232,24 @@ def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None]:
         meta={"header_names": sorted(hdrs), "api_key_env": o["api_key_env"], "concurrency": c, "rate": r,
               "find_max": o["find_max"], "slo": o["slo"]},
     )
-    return cfg, out_path
+    return cfg, out_path, {k: v for k, v in reports.items() if k != "json"}
+
+
+def _report_paths(kinds: str | None, records: Path, result: Path | None, force: bool) -> dict[str, Path]:
+    """--outputs: each report file's path, checked writable (and new, unless --force) before any request."""
+    from vazao.bench.outputs import output_paths, parse_kinds
+
+    try:
+        paths = output_paths(parse_kinds(kinds), records, result)
+    except VazaoError as exc:
+        raise VazaoError(f"--outputs: {exc}") from None
+    for kind, path in paths.items():
+        if path == result:
+            continue  # -o itself, checked with it
+        if path.resolve() == records.resolve():
+            raise VazaoError(f"--outputs {kind} would overwrite the records file {records}; give -o a name")
+        inputs.output_file(path, f"{kind} report file", force=force)
+    return paths
 
 
 def _bench(url: str, *, json_out: bool, **o: Any) -> None:
@@ -236,7 +258,7 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
     from vazao.bench.session import BenchResult
 
     try:
-        cfg, out_path = _config(url, o)
+        cfg, out_path, reports = _config(url, o)
     except VazaoError as exc:
         fail(redact.redact(str(exc)))
     result = BenchResult(cfg, None)
@@ -248,18 +270,19 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
             fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
         except VazaoError as exc:
             fail(redact.redact(str(exc)))
-        _finish(cfg, result, out_path, signum, json_out=json_out)
+        _finish(cfg, result, out_path, signum, json_out=json_out, reports=reports)
     finally:
         sig.restore()
 
 
 def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum: int | None, *,
-            json_out: bool) -> None:
+            json_out: bool, reports: dict[str, Path] | None = None) -> None:
     from vazao.bench import redact
 
     data = redact.redact_obj(_clean(result.to_json()))
     if out_path is not None:
         inputs.write_text(out_path, json.dumps(data, indent=2) + "\n", "result file (-o)")
+    written = _write_reports(data, reports or {}, cfg.records_path)
     if signum is not None:
         name = signal.Signals(signum).name
         _say(f"interrupted by {name}: the requests in flight were recorded as cancelled; "
@@ -268,9 +291,35 @@ def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum
         emit_json(data)
     else:
         _print_result(result, out_path)
+        if written:
+            _say("reports: " + ", ".join(str(p) for p in written))
     code = 128 + signum if signum is not None else _exit_code(result)
     if code:
         raise typer.Exit(code)
+
+
+def _write_reports(data: dict[str, Any], reports: dict[str, Path], records: Path) -> list[Path]:
+    """--outputs csv/html from the result JSON (the numbers the JSON holds); the html is the report
+    `vazao report --run` makes."""
+    if not reports:
+        return []
+    from vazao.bench.outputs import csv_text
+
+    written = []
+    for kind, path in reports.items():
+        if kind == "csv" and (data.get("points") or data.get("summary")):
+            text = csv_text(data)
+        elif kind == "html" and data.get("summary"):
+            from vazao.report.html import render_report
+            from vazao.report.reports import bench_report
+
+            text = render_report(bench_report(data, records.parent))
+        else:
+            _say(f"no {kind} report written: no level {'finished' if kind == 'csv' else 'to summarize'}", err=True)
+            continue
+        inputs.write_text(path, text, f"{kind} report file")
+        written.append(path)
+    return written
 
 
 def _exit_code(result: BenchResult) -> int:
@@ -436,29 +485,56 @@ def summarize_cmd(
 
 
 def _load_summaries(path: Path, slo: SLO | None, wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
-    """(name, summary, data) for a result JSON, or for the run(s) of a records JSONL: its only run,
-    else each of `wanted` that it holds (named file#run)."""
+    """(name, summary, data) for each run a file holds: a vazao result JSON, the run(s) of a records
+    JSONL (its only run, else each of `wanted`, named file#run), a guidellm benchmarks.json (one per
+    benchmark, named file#strategy) or a `vllm bench serve` result. The kind is read from the content."""
+    from vazao.bench import foreign
     from vazao.bench.records import read_runs
     from vazao.results import RunSummary
 
     inputs.input_file(path, "bench result", allow_special=True)
-    if path.suffix == ".jsonl":
-        runs = read_runs(path)
-        if len(runs) == 1:
-            (log,) = runs.values()
-            return [(path.name, *_summary_of(log, path, slo))]
-        picked = [r for r in wanted if r in runs]
-        if not picked:
-            raise VazaoError(f"{path} holds {len(runs)} runs ({', '.join(list(runs)[:8])}); "
-                             "pick with --run ID (repeatable)")
-        return [(f"{path.name}#{r}", *_summary_of(runs[r], path, slo)) for r in picked]
-    data = inputs.read_json(path, "bench result")
-    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
-        raise VazaoError(f"{path} has no summary (is it a `vazao bench -o` result?)")
-    try:
-        return [(path.name, RunSummary.from_json(data["summary"]), data)]
-    except (TypeError, KeyError, ValueError):
-        raise VazaoError(f"{path}: its summary is not a vazao bench summary") from None
+    if path.suffix == ".jsonl":  # streamed: a records file can be far larger than a result
+        return _records_runs(read_runs(path), path, slo, wanted)
+    docs = foreign.read_documents(path)
+    first = docs[0]
+    if len(docs) > 1 and isinstance(first, dict) and first.get("kind") == "meta":  # records, named .json
+        return _records_runs(read_runs(path), path, slo, wanted)
+    if len(docs) == 1 and isinstance(first, dict) and isinstance(first.get("summary"), dict):
+        try:
+            return [(path.name, RunSummary.from_json(first["summary"]), first)]
+        except (TypeError, KeyError, ValueError):
+            what = _looks_like(first)
+            if what in ("a vazao bench run result", "a vazao simulation result"):
+                raise VazaoError(f"{path}: its summary is not a vazao bench summary") from None
+            raise VazaoError(f"{path}: this file is {what}; expected {foreign.EXPECTED}") from None
+    if len(docs) == 1 and foreign.kind_of(first) is None:
+        raise VazaoError(f"{path}: this file is {_looks_like(first)}; expected {foreign.EXPECTED}")
+    return [(f"{path.name}#{r.label}" if r.label else path.name, r.summary,
+             {"foreign": True, "tool": r.tool, "level": dict(r.level), "notes": list(r.notes)})
+            for r in foreign.runs_of(docs, str(path))]
+
+
+def _looks_like(data: Any) -> str:
+    """What a JSON document is: a vazao result of another kind (plan, validation …) or its shape."""
+    from vazao.bench.foreign import describe
+    from vazao.report.adapters import kind_of
+
+    kind = kind_of(data)
+    if kind in ("unknown", "error"):
+        return describe(data) if kind == "unknown" else "a vazao error result"
+    return f"a vazao {kind} result"
+
+
+def _records_runs(runs: dict[str, LogContents], path: Path, slo: SLO | None,
+                  wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
+    if len(runs) == 1:
+        (log,) = runs.values()
+        return [(path.name, *_summary_of(log, path, slo))]
+    picked = [r for r in wanted if r in runs]
+    if not picked:
+        raise VazaoError(f"{path} holds {len(runs)} runs ({', '.join(list(runs)[:8])}); "
+                         "pick with --run ID (repeatable)")
+    return [(f"{path.name}#{r}", *_summary_of(runs[r], path, slo)) for r in picked]
 
 
 def _summary_of(log: LogContents, path: Path, slo: SLO | None) -> tuple[RunSummary, dict]:
@@ -468,7 +544,8 @@ def _summary_of(log: LogContents, path: Path, slo: SLO | None) -> tuple[RunSumma
 
 @app.command("compare")
 def compare_cmd(
-    runs: list[Path] = typer.Argument(..., help="Bench results (run.json) or records (run.jsonl)."),
+    runs: list[Path] = typer.Argument(..., help="Bench results (run.json), records (run.jsonl), guidellm "
+                                      "benchmarks.json or `vllm bench serve --save-result` JSON."),
     simulate: bool = typer.Option(False, "--simulate", help="Add the simulator's prediction for the same workload."),
     gpu: str = typer.Option(None, "--gpu", "-g", help="Accelerator for --simulate."),
     model: str = typer.Option(None, "--model", "-m", help="Model for --simulate (catalog name, config.json, .gguf)."),
@@ -480,29 +557,41 @@ def compare_cmd(
                                   "(repeatable; each becomes a column)."),
     json_out: bool = JSON,
 ) -> None:
-    """Measured runs side by side, or measured against predicted on the same workload."""
+    """Measured runs side by side, or measured against predicted on the same workload. Reads vazao's
+    results and records, guidellm's benchmarks.json (a column per benchmark) and the result JSON of
+    `vllm bench serve --save-result`; what a file does not give shows as "-"."""
     from vazao.bench.render import compare_table
     from vazao.results import SLO
 
     try:
         limits = SLO.parse(slo) if slo else None
-        names, summaries, datas = [], [], []
+        cols: list[tuple[str, RunSummary, dict]] = []
         for p in runs:
-            for name, s, data in _load_summaries(p, limits, list(run or [])):
-                names.append(name)
-                summaries.append(s)
-                datas.append(data)
+            cols.extend(_load_summaries(p, limits, list(run or [])))
         if simulate:
-            name, predicted = _simulate_like(datas[0], gpu=gpu, model=model, engine=engine, fmt=fmt, count=count,
-                                             slo=limits)
-            names.append(name)
-            summaries.append(predicted)
+            name, predicted = _simulate_like(cols[0][2], gpu=gpu, model=model, engine=engine, fmt=fmt,
+                                             count=count, slo=limits)
+            cols.append((name, predicted, {"tool": "vazao simulate"}))
     except VazaoError as exc:
         fail(str(exc))
     if json_out:
-        emit_json({"runs": [{"name": n, "summary": s} for n, s in zip(names, summaries, strict=True)]})
+        emit_json({"runs": [{"name": n, "tool": d.get("tool", "vazao"), "summary": s,
+                             **({"level": d["level"], "notes": d["notes"]} if d.get("foreign") else {})}
+                            for n, s, d in cols]})
         return
-    console.print(compare_table(names, summaries))
+    console.print(compare_table([n for n, _, _ in cols], [s for _, s, _ in cols]))
+    for line in _source_notes(cols):
+        _say(line)
+
+
+def _source_notes(cols: list[tuple[str, RunSummary, dict]]) -> list[str]:
+    """One line per other tool's file: which tool wrote the columns, and how its numbers differ."""
+    lines: dict[str, str] = {}
+    for name, _, d in cols:
+        if d.get("foreign"):
+            file = name.split("#", 1)[0]
+            lines.setdefault(file, f"{file}: {d['tool']}; " + "; ".join(d["notes"]))
+    return list(lines.values())
 
 
 def _simulate_like(data: dict, *, gpu: str | None, model: str | None, engine: str | None,
