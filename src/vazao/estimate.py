@@ -82,13 +82,40 @@ def prefill_cost(dep, batch: int, prompt: int) -> StepCost:
 
 def crossover_batch(dep, context: int) -> int | None:
     """Smallest batch at which a decode step's compute time reaches its memory time; None when the
-    KV reads grow as fast as the FLOPs and decode stays memory-bound at every batch."""
+    KV reads grow as fast as the FLOPs and decode stays memory-bound at every batch.
+
+    For a dense model both times are linear in the batch (FLOPs, KV and activation bytes per sequence;
+    the GEMM ramp b / (b + ramp) turns into FLOPs × (b + ramp)), so the answer is where two lines cross,
+    read from batches 1 and 2 and checked on both sides. Where they are not lines (routed experts,
+    per-tile dequantization), or the check fails, the batch is searched."""
     def compute_bound(b: int) -> bool:
         c = decode_cost(dep, b, context)
         return c.compute_s >= c.memory_s
 
-    if compute_bound(1):
+    one, two = decode_cost(dep, 1, context), decode_cost(dep, 2, context)
+    if one.compute_s >= one.memory_s:
         return 1
+    gap1, gap2 = one.memory_s - one.compute_s, two.memory_s - two.compute_s
+    shard = dep.consts.shard
+    linear = not shard.num_experts and not shard.dequant_flops_per_weight
+    if linear and gap2 >= gap1:
+        return None  # per sequence, the memory time grows at least as fast as the compute time
+    # secant steps on the gap (exact in one step where it is a line), then a check on both sides
+    a, ga, b, gb = 1, gap1, 2, gap2
+    for _ in range(8):
+        if gb >= ga:
+            break
+        nxt = min(CROSSOVER_SEARCH_LIMIT + 1, max(b + 1, b + math.ceil(gb * (b - a) / (ga - gb) - 1e-9)))
+        c = decode_cost(dep, nxt, context)
+        a, ga, b, gb = b, gb, nxt, c.memory_s - c.compute_s
+        if gb <= 0:
+            if nxt <= CROSSOVER_SEARCH_LIMIT and not compute_bound(nxt - 1):
+                return nxt
+            break
+    return _search_crossover(compute_bound)
+
+
+def _search_crossover(compute_bound) -> int | None:
     hi = 2
     while not compute_bound(hi):
         hi *= 2
