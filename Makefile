@@ -26,8 +26,10 @@ $(DEV_STAMP): pyproject.toml constraints/llama-server.txt scripts/install-llama-
 install: $(STAMP)
 install-dev: $(DEV_STAMP)
 
+# report.html needs the report extra (altair, vl-convert, jinja2): installed here once when missing.
 run: $(STAMP)
-	$(BIN)/vazao demo
+	@$(BIN)/python -c "import altair, vl_convert, jinja2" 2>/dev/null || $(BIN)/pip install -q -e '.[report]'
+	$(BIN)/vazao demo --report report.html
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench

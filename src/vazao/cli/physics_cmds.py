@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_int_list
@@ -83,41 +85,44 @@ def estimate_cmd(
     print_lines(console, estimate_footer(est))
 
 
-DEMO_MODELS = ("llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b")
-DEMO_GPUS = ("rtx-4090", "l40s", "a100-sxm-80gb", "h100-sxm")
-DEMO_FORMATS = ("bf16", "fp8", "int4-awq")
-
-
 @app.command("demo")
 def demo_cmd(
-    input_tokens: int = typer.Option(1024, "--input", "-i"),
-    output_tokens: int = typer.Option(256, "--output", "-o"),
+    input_tokens: int = typer.Option(1024, "--input", "-i", help="Prompt tokens per request."),
+    output_tokens: int = typer.Option(256, "--output", "-o", help="Answer tokens per request."),
+    report: Path = typer.Option(None, "--report", help="Also write the default scenario's HTML report here "
+                                "(llama-3.1-70b on 8× h100-sxm: roofline, memory)."),
     json_out: bool = JSON,
 ) -> None:
-    """The default scenario: popular models × GPUs × formats — what fits, and how fast (vLLM profile)."""
-    from rich.table import Table
+    """The first screen: the seeds' answers, what fits one GPU (cheapest first, $/Mtok), what to run next."""
+    from vazao import inputs
+    from vazao.demo import build_demo
 
     check_positive(input=input_tokens, output=output_tokens)
+    if report is not None:
+        inputs.output_file(report, "--report")  # an unwritable path fails before any work
+        from vazao.report.export import vl_convert
+        from vazao.report.plots import altair
 
-    from vazao.scenario_grid import grid
-
-    rows = grid(DEMO_MODELS, DEMO_GPUS, DEMO_FORMATS, input_tokens, output_tokens)
+        altair(), vl_convert()  # so does a missing report extra
+    demo, est = build_demo(input_tokens, output_tokens)
     if json_out:
-        emit_json({"rows": rows})
-        return
-    t = Table(title=f"vazao: one GPU, vLLM profile, prompt {input_tokens} / answer {output_tokens} tokens",
-              title_justify="left")
-    for col in ("model", "gpu", "format", "status", "weights", "fits", "max seqs", "tok/s @1",
-                "tok/s @32", "TTFT", "max-load tok/s"):
-        t.add_column(col, justify="right" if col not in ("model", "gpu", "format", "status") else "left")
-    for r in rows:
-        if r["status"] == "unsupported":
-            t.add_row(r["model"], r["gpu"], r["format"], "[red]unsupported[/]", *["-"] * 7)
-            continue
-        t.add_row(r["model"], r["gpu"], r["format"], r["status"], f"{r['weights_gb']:.1f} GB",
-                  "[green]yes[/]" if r["fits"] else "[red]no[/]", f"{r['max_concurrent_sequences']:,}",
-                  f"{r['tok_s_batch1']:,.0f}" if r["fits"] else "-",
-                  f"{r['tok_s_batch32']:,.0f}" if r["fits"] else "-",
-                  f"{r['ttft_s'] * 1000:,.0f} ms" if r["fits"] else "-",
-                  f"{r['max_load_tok_s']:,.0f}" if r["fits"] else "-")
-    console.print(t)
+        emit_json(demo)
+    else:
+        from vazao.report.demo_console import print_demo
+
+        print_demo(console, demo)
+    if report is not None:
+        _write_demo_report(report, est, json_out)
+
+
+def _write_demo_report(path: Path, est, quiet: bool) -> None:
+    from vazao import inputs
+    from vazao.cli.app import _clean, err_console
+    from vazao.demo import estimate_result
+    from vazao.report.estimate_report import estimate_report
+    from vazao.report.html import render_report
+
+    rep = estimate_report(_clean(estimate_result(est)))  # the JSON `vazao estimate --json` prints
+    inputs.write_text(path, render_report(rep), "--report")
+    (err_console if quiet else console).print(f"\nwrote {path}: the HTML report of {rep.title} (opens offline)",
+                                             highlight=False)
