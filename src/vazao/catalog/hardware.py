@@ -96,7 +96,7 @@ def generations() -> Mapping[str, Generation]:
 
 def _speedup(entry: dict) -> float:
     v = entry.get("fp16_accumulate_speedup", 1)
-    if not isinstance(v, (int, float)) or not 1 <= v <= 4:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 4:
         raise VazaoError(f"accelerator {entry['id']}: fp16_accumulate_speedup must be a number from 1 to 4, got {v!r}")
     return float(v)
 
