@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -69,7 +70,36 @@ def _wants_json(args: list[str]) -> bool:
 USER_FAULTS = (OSError, UnicodeError, RecursionError, MemoryError, OverflowError)
 
 
-class _Group(TyperGroup):
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!etc)\.(\s|$)")
+
+
+def _first_sentence(help_text: str | None) -> str:
+    para = " ".join((help_text or "").split("\n\n")[0].split())
+    m = _SENTENCE_END.search(para)
+    return para[: m.start()] if m else para
+
+
+class HelpGroup(TyperGroup):
+    """click's plain help, with each command's whole first sentence wrapped under its name (click
+    cuts it at 45 characters with '...', and at the first '.' of an 'e.g.')."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.short_help or _first_sentence(cmd.help)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def sub_app(help: str, **kw) -> typer.Typer:
+    """A command group (vazao bill, vazao cost …) with the same help layout as the top level."""
+    return typer.Typer(cls=HelpGroup, help=help, rich_markup_mode=None, **kw)
+
+
+class _Group(HelpGroup):
     """Every failure a user can cause (a click usage error, a VazaoError) becomes one line on stderr
     and exit code 2; `--help` and bare `vazao` still print help."""
 
@@ -78,8 +108,9 @@ class _Group(TyperGroup):
         _state.update(json=_wants_json(argv), emitted=False)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except _click.exceptions.NoArgsIsHelpError:
-            sys.exit(2)  # typer has already printed the help, as click's no_args_is_help does
+        except _click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # the help, on stderr, as click's no_args_is_help does
+            sys.exit(2)
         except _click.exceptions.UsageError as exc:
             report_error(_usage_message(exc))
             sys.exit(2)
@@ -110,6 +141,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help wraps at 80 columns; rich's panels squeeze it
 )
 
 

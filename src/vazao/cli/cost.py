@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from vazao import limits
-from vazao.cli.app import JSON, app, console, emit_json
+from vazao.cli.app import JSON, app, console, emit_json, sub_app
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file, split_list, write_text
 
@@ -57,7 +57,7 @@ def _price(name: str, prices_file: Path | None):
 
 
 # ---- prices -----------------------------------------------------------------------------------
-prices_app = typer.Typer(help="API price tables (in/out/cache/batch/long-context, with as_of).",
+prices_app = sub_app("API price tables (in/out/cache/batch/long-context, with as_of).",
                          invoke_without_command=True)
 app.add_typer(prices_app, name="prices")
 
@@ -134,7 +134,7 @@ def prices_import_cmd(
 
 
 # ---- bills ------------------------------------------------------------------------------------
-bill_app = typer.Typer(help="API bills: requests, conversations, agents, usage logs.", no_args_is_help=True)
+bill_app = sub_app("API bills: requests, conversations, agents, usage logs.", no_args_is_help=True)
 app.add_typer(bill_app, name="bill")
 
 
@@ -276,7 +276,7 @@ def bill_usage_cmd(
 
 
 # ---- self-hosted, break-even, training ---------------------------------------------------------
-cost_app = typer.Typer(help="Self-hosted $/Mtok, break-even against an API, training cost.",
+cost_app = sub_app("Self-hosted $/Mtok, break-even against an API, training cost.",
                        no_args_is_help=True)
 app.add_typer(cost_app, name="cost")
 
@@ -566,7 +566,7 @@ def prefix_cmd(
 
 
 # ---- budgets ----------------------------------------------------------------------------------
-budget_app = typer.Typer(help="Per-task budgets: cost, margin and latency, as a CI gate.", no_args_is_help=True)
+budget_app = sub_app("Per-task budgets: cost, margin and latency, as a CI gate.", no_args_is_help=True)
 app.add_typer(budget_app, name="budget")
 
 
