@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_int_list
+from vazao.cli.plotting import PLOT, check_plot, write_plot
 
 MODEL = typer.Argument(..., help="Catalog name (llama-3.1-70b), a config.json path, or a .gguf file.")
 GPU = typer.Option(..., "--gpu", "-g", help="Accelerator id or label (h100-sxm, A100-SXM4-80GB, rtx-4090).")
@@ -64,25 +65,34 @@ def estimate_cmd(
     input_tokens: int = typer.Option(1024, "--input", "-i", help="Prompt tokens."),
     output_tokens: int = typer.Option(256, "--output", "-o", help="Answer tokens."),
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, profile: str = PROFILE,
+    plot: Path = PLOT,
     json_out: bool = JSON,
 ) -> None:
-    """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor."""
+    """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
+    --plot draws each batch's decode and prefill step on the GPU's roofline."""
     from vazao.estimate import estimate
     from vazao.report.console import estimate_footer, estimate_table, print_lines
     from vazao.scenario import deployment_for
 
     check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
+    check_plot(plot)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
     est = estimate(dep, batches, input_tokens, output_tokens)
+    result = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp,
+              "pp": dep.pp, "format": dep.weight_format.name, "kv_format": dep.kv_format.name,
+              "engine": dep.engine.name, "ideal": ideal, **est.to_json()}
     if json_out:
-        emit_json({"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp,
-                   "pp": dep.pp, "format": dep.weight_format.name, "kv_format": dep.kv_format.name,
-                   "engine": dep.engine.name, "ideal": ideal, **est.to_json()})
-        return
-    console.print(estimate_table(est))
-    print_lines(console, estimate_footer(est))
+        emit_json(result)
+    else:
+        console.print(estimate_table(est))
+        print_lines(console, estimate_footer(est))
+    if plot is not None:
+        from vazao.cli.app import _clean
+        from vazao.report.estimate_report import estimate_report
+
+        write_plot(estimate_report(_clean(result), dep.accelerator), plot, quiet=json_out)
 
 
 @app.command("demo")

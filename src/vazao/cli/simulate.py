@@ -15,6 +15,7 @@ import typer
 
 from vazao import limits
 from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_float_list, parse_int_list
+from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file
 
@@ -98,10 +99,12 @@ def simulate_cmd(
                                   "on one replica: an arrival rate far above capacity (default 100,000)."),
     records: Path = typer.Option(None, "--records", help="Write every simulated RequestRecord to this JSONL file."),
     timeline: bool = typer.Option(False, "--timeline", help="Show KV use and preemptions over time."),
+    plot: Path = PLOT,
     json_out: bool = JSON,
 ) -> None:
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
-    speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model."""
+    speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model.
+    --plot draws a sweep's latency against throughput (with the SLO lines), else the latency percentiles."""
     from vazao.report.sim_console import (
         header_lines,
         points_table,
@@ -129,6 +132,7 @@ def simulate_cmd(
         raise VazaoError("--compare runs one traffic level; give a single --rate/--concurrency with it")
     if records is not None:
         output_file(records, "--records file")
+    check_plot(plot)
     slo_obj = SLO.parse(slo) if slo is not None else None
     w = load_workload(workload, requests=requests, seed=seed,
                       duration_s=parse_duration(duration) if duration is not None else None,
@@ -152,31 +156,35 @@ def simulate_cmd(
 
     head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
             "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
-            "deployment": dep.label(), "workload": w.name, "workload_description": w.describe(),
+            "deployment": dep.label(), "workload": w.name,
+            "workload_description": w.describe(_swept(rates, concs) if sweeping else None),
             "config": cfg.describe()}
     if slo_obj:
         head["slo"] = dict(slo_obj.limits)
     # The result goes to stdout first, the records file after: a failed write keeps the printed copy.
     if axes:
         variants = compare(dep, w, cfg, axes, slo_obj)
+        payload = {**head, "summary": variants[0].result.summary, "variants": variants}
         if json_out:
-            emit_json({**head, "summary": variants[0].result.summary, "variants": variants})
+            emit_json(payload)
         else:
             _print_many(head, variants_table(head, variants, slo_obj is not None),
                         [(v.name, v.result) for v in variants])
         results = [v.result for v in variants]
     elif sweeping:
         points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj)
+        payload = {**head, "summary": points[-1].result.summary, "points": points}
         if json_out:
-            emit_json({**head, "summary": points[-1].result.summary, "points": points})
+            emit_json(payload)
         else:
             _print_many(head, points_table(head, points, slo_obj is not None),
                         [(f"{p.kind} {p.value:g}", p.result) for p in points])
         results = [p.result for p in points]
     else:
         result = simulate(dep, w, cfg, slo_obj)
+        payload = {**head, "summary": result.summary, "sim": result}
         if json_out:
-            emit_json({**head, "summary": result.summary, "sim": result})
+            emit_json(payload)
         else:
             for line in header_lines(head):
                 console.print(line, highlight=False)
@@ -188,6 +196,17 @@ def simulate_cmd(
         results = [result]
     if records is not None:
         _write_records(records, results)
+    if plot is not None:
+        from vazao.cli.app import _clean
+        from vazao.report.reports import simulation_report
+
+        write_plot(simulation_report(_clean(payload)), plot, quiet=json_out)
+
+
+def _swept(rates: list[float], concs: list[int]) -> str:
+    if len(rates) > 1:
+        return "Poisson rate sweep " + ", ".join(f"{r:g}" for r in rates) + "/s"
+    return "closed-loop concurrency sweep " + ", ".join(str(c) for c in concs)
 
 
 def _print_many(head: dict, table, named_results: list) -> None:

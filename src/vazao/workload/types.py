@@ -219,8 +219,10 @@ class Workload:
             raise VazaoError(f"workload {w.name}: warmup ({w.warmup}) must be below requests ({w.requests})")
         return w
 
-    def describe(self) -> str:
-        parts = [self.arrival.describe(), f"prompt {self.prompt.describe()}", f"output {self.output.describe()}"]
+    def describe(self, arrival: str | None = None) -> str:
+        """One line of what is run; `arrival` replaces the file's own (a sweep runs others)."""
+        parts = [arrival or self.arrival.describe(), f"prompt {self.prompt.describe()}",
+                 f"output {self.output.describe()}"]
         if self.prefixes:
             parts.append(", ".join(f"prefix {p.id} {p.tokens} tok × {p.share:.0%}" for p in self.prefixes))
         if self.conversation:
