@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 import yaml
 
 from vazao import inputs
-from vazao.cli.app import JSON, app, console, emit_json, err_console
+from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
 from vazao.errors import VazaoError
 
 
@@ -77,6 +76,7 @@ def validate_cmd(
     count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Predict every row under its stated conditions and report the errors by metric, engine, GPU
@@ -97,7 +97,7 @@ def validate_cmd(
         rows = [r for r in rows if r.family == fam]
     from vazao.report.progress import progress_bar
 
-    with progress_bar("predicting rows", enabled=sys.stderr.isatty() and not json_out) as show:
+    with progress_bar("predicting rows", enabled=show_progress(json_out, quiet)) as show:
         results = predict_rows(rows, profile_path=path, workers=workers, progress=show)
     rep = summarize(results, problems)
     if json_out:
@@ -117,6 +117,7 @@ def calibrate_cmd(
     count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     force: bool = typer.Option(True, "--force/--no-force", help="Overwrite the output file."),
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Fit the engine family's calibrated parameters (robust loss on log error, each metric group
@@ -136,7 +137,7 @@ def calibrate_cmd(
         why = f" ({problems[0].id}: {problems[0].reason})" if problems else ""
         raise VazaoError(f"{measurements}: no rows of engine {engine}{why}")
     n = workers or os.cpu_count() or 1
-    say = (lambda m: err_console.print(m, highlight=False)) if not json_out else None
+    say = (lambda m: err_console.print(m, highlight=False)) if not (json_out or quiet) else None
     doc, fits = calibrate_engine(rows, fam, profile_path=path, workers=n, progress=say,
                                  source=str(measurements))
     inputs.write_text(output, yaml.safe_dump(doc, sort_keys=False), "profile file")

@@ -170,6 +170,12 @@ def fail(message: str, code: int = 2) -> None:
 
 
 JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress bar and no notes on stderr: only the result.")
+
+
+def show_progress(json_out: bool, quiet: bool) -> bool:
+    """A live bar only for a person watching: stderr a terminal, neither --json nor --quiet."""
+    return sys.stderr.isatty() and not json_out and not quiet
 
 
 def parse_float_list(text: str, what: str, *, maximum: float = limits.MAX_RATE) -> list[float]:

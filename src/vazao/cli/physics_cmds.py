@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_int_list
+from vazao.cli.app import JSON, QUIET, app, check_positive, console, emit_json, parse_int_list
 from vazao.cli.plotting import PLOT, check_plot, write_plot
 
 MODEL = typer.Argument(..., help="Catalog name (llama-3.1-70b), a config.json path, or a .gguf file.")
@@ -66,6 +66,7 @@ def estimate_cmd(
     output_tokens: int = typer.Option(256, "--output", "-o", help="Answer tokens."),
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, profile: str = PROFILE,
     plot: Path = PLOT,
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
@@ -92,7 +93,7 @@ def estimate_cmd(
         from vazao.cli.app import _clean
         from vazao.report.estimate_report import estimate_report
 
-        write_plot(estimate_report(_clean(result), dep.accelerator), plot, quiet=json_out)
+        write_plot(estimate_report(_clean(result), dep.accelerator), plot, json_out=json_out, quiet=quiet)
 
 
 @app.command("demo")

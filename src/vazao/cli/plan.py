@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from vazao import inputs
-from vazao.cli.app import JSON, app, console, emit_json, err_console
+from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
 from vazao.errors import VazaoError
 
 
@@ -76,6 +75,7 @@ def plan_cmd(
                                                                 "rtx-3060=0.08 (repeatable; owned hardware)."),
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """The cheapest deployment that meets the SLO at this traffic: ranked, with its Pareto front,
@@ -108,7 +108,7 @@ def plan_cmd(
         get_price(against_api)
     from vazao.report.progress import progress_bar
 
-    with progress_bar("simulating deployments", enabled=sys.stderr.isatty() and not json_out) as show:
+    with progress_bar("simulating deployments", enabled=show_progress(json_out, quiet)) as show:
         result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
                           progress=show)
     _finish(result, emit=emit, against_api=against_api, json_out=json_out)

@@ -30,8 +30,9 @@ def check_plot(path: Path | None) -> None:
     altair(), vl_convert()
 
 
-def write_plot(report, path: Path | None, *, quiet: bool = False) -> None:
-    """The report's first chart (the command's own picture: roofline, latency curve …) to `path`."""
+def write_plot(report, path: Path | None, *, json_out: bool = False, quiet: bool = False) -> None:
+    """The report's first chart (the command's own picture: roofline, latency curve …) to `path`; the
+    note saying so goes to stdout, to stderr under --json, nowhere under --quiet."""
     if path is None:
         return
     from vazao.cli.app import console, err_console
@@ -43,4 +44,6 @@ def write_plot(report, path: Path | None, *, quiet: bool = False) -> None:
         raise VazaoError(f"--plot: this {report.kind} has nothing to draw")
     title, chart = charts[0]
     save_chart(chart, path)
-    (err_console if quiet else console).print(f"wrote {path}: {title.lower()} of {report.title}", highlight=False)
+    if not quiet:
+        (err_console if json_out else console).print(f"wrote {path}: {title.lower()} of {report.title}",
+                                                     highlight=False)

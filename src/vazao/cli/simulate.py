@@ -14,7 +14,17 @@ from typing import TYPE_CHECKING
 import typer
 
 from vazao import limits
-from vazao.cli.app import JSON, app, check_positive, console, emit_json, parse_float_list, parse_int_list
+from vazao.cli.app import (
+    JSON,
+    QUIET,
+    app,
+    check_positive,
+    console,
+    emit_json,
+    parse_float_list,
+    parse_int_list,
+    show_progress,
+)
 from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file
@@ -100,6 +110,7 @@ def simulate_cmd(
     records: Path = typer.Option(None, "--records", help="Write every simulated RequestRecord to this JSONL file."),
     timeline: bool = typer.Option(False, "--timeline", help="Show KV use and preemptions over time."),
     plot: Path = PLOT,
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
@@ -161,9 +172,13 @@ def simulate_cmd(
             "config": cfg.describe()}
     if slo_obj:
         head["slo"] = dict(slo_obj.limits)
+    from vazao.report.progress import progress_bar
+
+    live = show_progress(json_out, quiet)
     # The result goes to stdout first, the records file after: a failed write keeps the printed copy.
     if axes:
-        variants = compare(dep, w, cfg, axes, slo_obj)
+        with progress_bar("simulating variants", enabled=live) as show:
+            variants = compare(dep, w, cfg, axes, slo_obj, progress=show)
         payload = {**head, "summary": variants[0].result.summary, "variants": variants}
         if json_out:
             emit_json(payload)
@@ -172,7 +187,8 @@ def simulate_cmd(
                         [(v.name, v.result) for v in variants])
         results = [v.result for v in variants]
     elif sweeping:
-        points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj)
+        with progress_bar("simulating the sweep", enabled=live) as show:
+            points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj, progress=show)
         payload = {**head, "summary": points[-1].result.summary, "points": points}
         if json_out:
             emit_json(payload)
@@ -181,7 +197,8 @@ def simulate_cmd(
                         [(f"{p.kind} {p.value:g}", p.result) for p in points])
         results = [p.result for p in points]
     else:
-        result = simulate(dep, w, cfg, slo_obj)
+        with progress_bar("simulating", enabled=live) as show:
+            result = simulate(dep, w, cfg, slo_obj, progress=show)
         payload = {**head, "summary": result.summary, "sim": result}
         if json_out:
             emit_json(payload)
@@ -200,7 +217,7 @@ def simulate_cmd(
         from vazao.cli.app import _clean
         from vazao.report.reports import simulation_report
 
-        write_plot(simulation_report(_clean(payload)), plot, quiet=json_out)
+        write_plot(simulation_report(_clean(payload)), plot, json_out=json_out, quiet=quiet)
 
 
 def _swept(rates: list[float], concs: list[int]) -> str:

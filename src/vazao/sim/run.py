@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from vazao import limits
@@ -127,8 +127,37 @@ def check_size(dep, workload: Workload) -> None:
                          f"{limits.MAX_SIM_REPLICAS:,} engines")
 
 
-def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None) -> SimResult:
-    """Serve `workload` on `dep` (each replica its own engine) and summarise it."""
+Progress = Callable[[int, int], None]  # (done, total), as report.progress.progress_bar takes it
+
+
+def _request_progress(workload: Workload, progress: Progress | None, offset: int = 0, total: int | None = None):
+    """A Stats.on_sample hook turning the run's advance into (done, total): requests served out of
+    those planned, else simulated seconds out of the duration."""
+    if progress is None:
+        return None
+    if workload.requests:
+        planned = workload.requests
+        grand = total or planned
+        return lambda t, n: progress(offset + min(n, planned), grand)
+    if workload.duration_s:
+        d = workload.duration_s
+        grand = total or int(d)
+        return lambda t, n: progress(offset + int(min(t, d)), grand)
+    return None
+
+
+def _run_size(workload: Workload) -> int:
+    return workload.requests or int(workload.duration_s or 0)
+
+
+def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None,
+             progress: Progress | None = None) -> SimResult:
+    """Serve `workload` on `dep` (each replica its own engine) and summarise it. `progress(done,
+    total)` is called a few hundred times over the run (requests served, or simulated seconds)."""
+    return _simulate(dep, workload, config, slo, _request_progress(workload, progress))
+
+
+def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None, on_sample) -> SimResult:
     check_size(dep, workload)
     cfg = config or SimConfig.from_engine(dep.engine)
     max_context = cfg.max_context or dep.model.max_context
@@ -137,6 +166,7 @@ def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO 
     if not workload.bounded and workload.duration_s is None:
         raise VazaoError(f"workload {workload.name}: set requests or a duration")
     stats = Stats(cfg.timeline_points)
+    stats.on_sample = on_sample
     replicas = dep.replicas
     link = None
     if cfg.disagg:
@@ -222,15 +252,19 @@ class Variant:
 
 
 def compare(dep, workload: Workload, config: SimConfig, axes: Sequence[tuple[str, Sequence[str]]],
-            slo: SLO | None = None) -> list[Variant]:
-    """Every combination of the axes' values (the first axis varies slowest), named `axis=value …`."""
+            slo: SLO | None = None, progress: Progress | None = None) -> list[Variant]:
+    """Every combination of the axes' values (the first axis varies slowest), named `axis=value …`;
+    `progress(done, total)` over all the runs together."""
+    combos = list(itertools.product(*[[(axis, v) for v in values] for axis, values in axes]))
+    size = _run_size(workload)
     runs = []
-    for combo in itertools.product(*[[(axis, v) for v in values] for axis, values in axes]):
+    for i, combo in enumerate(combos):
         cfg, d = config, dep
         for axis, value in combo:
             cfg, d = apply_axis(cfg, d, axis, value)
         name = " ".join(f"{a}={v}" for a, v in combo)
-        runs.append((name, simulate(d, workload, cfg, slo)))
+        hook = _request_progress(workload, progress, i * size, len(combos) * size)
+        runs.append((name, _simulate(d, workload, cfg, slo, hook)))
     base = runs[0][1].summary.output_tokens_per_s if runs else 0.0
     return [Variant(n, r, r.summary.output_tokens_per_s / base if base else 0.0) for n, r in runs]
 
@@ -246,13 +280,16 @@ class Point:
 
 
 def sweep(dep, workload: Workload, config: SimConfig, *, rates: Sequence[float] = (),
-          concurrencies: Sequence[int] = (), slo: SLO | None = None) -> list[Point]:
-    """One run per rate (Poisson) or per concurrency (closed loop): the latency–throughput curve."""
+          concurrencies: Sequence[int] = (), slo: SLO | None = None, progress: Progress | None = None) -> list[Point]:
+    """One run per rate (Poisson) or per concurrency (closed loop): the latency–throughput curve;
+    `progress(done, total)` over all the runs together."""
     if rates and concurrencies:
         raise VazaoError("sweep either rates or concurrencies, not both")
+    levels = [("rate", r, workload.with_overrides(rate=r)) for r in rates]
+    levels += [("concurrency", c, workload.with_overrides(concurrency=c)) for c in concurrencies]
+    sizes = [_run_size(w) for _, _, w in levels]
     points = []
-    for r in rates:
-        points.append(Point("rate", r, simulate(dep, workload.with_overrides(rate=r), config, slo)))
-    for c in concurrencies:
-        points.append(Point("concurrency", c, simulate(dep, workload.with_overrides(concurrency=c), config, slo)))
+    for i, (kind, value, w) in enumerate(levels):
+        hook = _request_progress(w, progress, sum(sizes[:i]), sum(sizes))
+        points.append(Point(kind, value, _simulate(dep, w, config, slo, hook)))
     return points

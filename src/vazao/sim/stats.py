@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,7 @@ class Stats:
         self.points = max(8, timeline_points)
         self.timeline: list[TimelinePoint] = []
         self.sample_dt = 0.05
+        self.on_sample: Callable[[float, int], None] | None = None  # (sim time, requests done): a progress bar
         self.next_sample = 0.0
 
     def step(self, dur: float, nseq: int, running: int) -> None:
@@ -124,6 +126,8 @@ class Stats:
             self.timeline = self.timeline[::2]
             self.sample_dt *= 2
         self.next_sample = t + self.sample_dt
+        if self.on_sample is not None:
+            self.on_sample(t, len(self.r_id))
 
     # ---- after the run ---------------------------------------------------------------------------
     def records(self, counted_only: bool = True) -> list[RequestRecord]:
