@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -12,7 +14,8 @@ from typing import Any
 
 import typer
 import typer._click as _click  # typer vendors its own click: its exceptions are these, not click's
-from rich.console import Console
+from rich.console import Console, Group
+from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -20,14 +23,56 @@ from vazao import limits
 from vazao.errors import VazaoError
 from vazao.inputs import number, number_list
 
+# Set per invocation by _Group.main: whether `--json` or `--csv` was asked for, whether a result
+# object is already on stdout (then an error goes to stderr only, so stdout stays one JSON object),
+# and how many tables went out as CSV.
+_state = {"json": False, "emitted": False, "csv": False, "tables": 0}
+
+
+def _cell_text(cell: Any) -> str:
+    """Plain text on one line: a header wrapped for the terminal ("tok/s\\n@b1") reads "tok/s @b1"."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    else:
+        text = Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+    return " ".join(text.split())
+
+
+def table_csv(table: Table) -> str:
+    """A rich table as CSV: its headers and cells as plain text (markup and styles dropped)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cols = table.columns
+    w.writerow([_cell_text(c.header) for c in cols])
+    for row in zip(*[list(c.cells) for c in cols], strict=True):
+        w.writerow([_cell_text(v) for v in row])
+    return buf.getvalue()
+
+
+class _Console(Console):
+    """Under `--csv` every table a command prints goes to stdout as CSV (a blank line between two),
+    and its other lines are dropped: one renderer, two formats, nothing to keep in step per command."""
+
+    def print(self, *objects: Any, **kw: Any) -> None:
+        if not _state["csv"] or self.stderr:
+            return super().print(*objects, **kw)
+        for obj in objects:
+            self._csv(obj)
+
+    def _csv(self, obj: Any) -> None:
+        if isinstance(obj, Table):
+            sys.stdout.write(("\n" if _state["tables"] else "") + table_csv(obj))
+            sys.stdout.flush()
+            _state["tables"] += 1
+        elif isinstance(obj, Group):
+            for part in obj.renderables:
+                self._csv(part)
+
+
 # Piped output (make run, CI logs) gets a wide table instead of rich's 80-column default.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-console = Console(width=_WIDTH)
+console = _Console(width=_WIDTH)
 err_console = Console(stderr=True, width=_WIDTH)
-
-# Set per invocation by _Group.main: whether `--json` was asked for, and whether a result object
-# is already on stdout (then an error goes to stderr only, so stdout stays one JSON object).
-_state = {"json": False, "emitted": False}
 
 
 def _one_line(message: object) -> str:
@@ -60,9 +105,20 @@ def _usage_message(exc: Exception) -> str:
     return text
 
 
+def _head(args: list[str]) -> list[str]:
+    return args[: args.index("--")] if "--" in args else args
+
+
 def _wants_json(args: list[str]) -> bool:
-    head = args[: args.index("--")] if "--" in args else args
-    return "--json" in head
+    return "--json" in _head(args)
+
+
+def _take_csv(args: list[str]) -> tuple[list[str], bool]:
+    """`--csv` anywhere before `--` is vazao's, not the command's: every command's tables obey it."""
+    head = _head(args)
+    if "--csv" not in head:
+        return args, False
+    return [a for a in head if a != "--csv"] + args[len(head):], True
 
 
 # Failures only a user's input causes (a file that is not UTF-8, nests too deep, fills the disk, a
@@ -99,15 +155,23 @@ def sub_app(help: str, **kw) -> typer.Typer:
     return typer.Typer(cls=HelpGroup, help=help, rich_markup_mode=None, **kw)
 
 
+def _help_asked(argv: list[str]) -> bool:
+    return "--help" in _head(argv) or not argv
+
+
 class _Group(HelpGroup):
     """Every failure a user can cause (a click usage error, a VazaoError) becomes one line on stderr
     and exit code 2; `--help` and bare `vazao` still print help."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        argv = list(sys.argv[1:] if args is None else args)
-        _state.update(json=_wants_json(argv), emitted=False)
+        argv, as_csv = _take_csv(list(sys.argv[1:] if args is None else args))
+        _state.update(json=_wants_json(argv), emitted=False, csv=as_csv, tables=0)
         try:
+            if as_csv and _state["json"]:
+                raise VazaoError("--csv and --json: choose one")
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            if as_csv and not _state["tables"] and not _help_asked(argv):
+                raise VazaoError(f"--csv: `vazao {' '.join(argv[:1])}` prints no table here; use --json")
         except _click.exceptions.NoArgsIsHelpError as exc:
             exc.show()  # the help, on stderr, as click's no_args_is_help does
             sys.exit(2)
@@ -137,7 +201,9 @@ class _Group(HelpGroup):
 app = typer.Typer(
     cls=_Group,
     name="vazao",
-    help="What will this model cost and how fast will it be, on this hardware, for this traffic?",
+    help="What will this model cost and how fast will it be, on this hardware, for this traffic?\n\n"
+         "After any command, --csv prints its tables as CSV (nothing else on stdout); --json, where a "
+         "command has it, one JSON object.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
