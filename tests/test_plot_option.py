@@ -43,3 +43,21 @@ def test_bad_plot_path_fails_before_any_work(tmp_path, name, needle):
         res = runner.invoke(app, [*cmd, "--plot", str(tmp_path / name)])
         assert res.exit_code == 2 and needle in res.output
         assert "tok/s" not in res.stdout and "TTFT" not in res.stdout  # no table printed: nothing ran
+
+
+def test_fit_plot_is_the_memory_bar(tmp_path):
+    out = tmp_path / "memory.svg"
+    res = runner.invoke(app, ["fit", "llama-3.1-70b", "-g", "h100-sxm", "-n", "2", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    svg = out.read_text()
+    assert svg.startswith("<svg") and "KV cache" in svg and "weights" in svg
+
+
+def test_breakeven_plot_has_the_api_line_and_a_curve_per_gpu(tmp_path):
+    out = tmp_path / "cost.html"
+    res = runner.invoke(app, ["cost", "breakeven", "llama-3.1-8b", "-p", "sonnet-5.5", "-w", "chat",
+                              "--gpus", "h100-sxm,l4", "--plot", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    assert "wrote" not in res.stdout  # --quiet: the result only
+    assert "API: claude" in html and "h100-sxm (vllm)" in html and " l4 tp" in html

@@ -10,7 +10,8 @@ from pathlib import Path
 import typer
 
 from vazao import limits
-from vazao.cli.app import JSON, app, console, emit_json, sub_app
+from vazao.cli.app import JSON, QUIET, app, console, emit_json, sub_app
+from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file, split_list, write_text
 
@@ -440,10 +441,10 @@ def cost_breakeven_cmd(
     workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
     traffic: str = TRAFFIC,
     cache: str = CACHE, utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
-    prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+    prices_file: Path = PRICES_FILE, plot: Path = PLOT, quiet: bool = QUIET, json_out: bool = JSON,
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type; with --traffic, each side's
-    monthly bill at that load."""
+    monthly bill at that load. --plot draws $/Mtok against traffic with the API's line."""
     from vazao.catalog.local import resolve_accelerator
     from vazao.catalog.prices import usd_str
     from vazao.cost.breakeven import bill_workload, break_even, ranked_break_evens
@@ -452,6 +453,7 @@ def cost_breakeven_cmd(
     from vazao.report import cost_console as R
 
     gpu_ids = split_list(gpus, "--gpus", max_items=16)
+    check_plot(plot)
     cache = _cache_ttl(cache)
     table = _price(price, prices_file)
     utilisation = parse_utilisation(utilisation)
@@ -470,20 +472,26 @@ def cost_breakeven_cmd(
     rows = ranked_break_evens(rows)
     rps = _traffic(traffic, utilisation)
     at = [_monthly_at(r, rps, per_request) for r in rows] if rps is not None else None
+    result = {"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
+              "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
+              "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
+              "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
+              "rows": [r.to_json() for r in rows],
+              **({"traffic_requests_per_s": rps, "at_traffic": at} if at is not None else {})}
     if json_out:
-        emit_json({"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
-                   "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
-                   "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
-                   "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
-                   "rows": [r.to_json() for r in rows],
-                   **({"traffic_requests_per_s": rps, "at_traffic": at} if at is not None else {})})
-        return
-    console.print(slo_note, highlight=False)
-    console.print(R.breakeven_table(rows, table.id, per_request))
-    if at is not None:
-        from vazao.report.console import print_lines
+        emit_json(result)
+    else:
+        console.print(slo_note, highlight=False)
+        console.print(R.breakeven_table(rows, table.id, per_request))
+        if at is not None:
+            from vazao.report.console import print_lines
 
-        print_lines(console, R.at_traffic_lines(at, rps))
+            print_lines(console, R.at_traffic_lines(at, rps))
+    if plot is not None:
+        from vazao.cli.app import _clean
+        from vazao.report.small_reports import breakeven_report
+
+        write_plot(breakeven_report(_clean(result)), plot, json_out=json_out, quiet=quiet)
 
 
 @cost_app.command("train")

@@ -29,14 +29,17 @@ IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1,
 def fit_cmd(
     model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
     context: int = typer.Option(8192, "--context", "-c", help="Tokens per sequence (prompt + answer)."),
-    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, json_out: bool = JSON,
+    tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, plot: Path = PLOT,
+    quiet: bool = QUIET, json_out: bool = JSON,
 ) -> None:
-    """Does it fit? Weights, KV per token and per sequence, and how many sequences fit."""
+    """Does it fit? Weights, KV per token and per sequence, and how many sequences fit. --plot draws
+    the memory per GPU: weights, runtime reserve, KV cache, what the engine's cap leaves."""
     from vazao.physics.memory import fit
     from vazao.report.console import fit_lines, print_lines
     from vazao.scenario import deployment_for
 
     check_positive(count=count, context=context, tp=tp, pp=pp)
+    check_plot(plot)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     f = fit(dep, context)
     alternatives = []
@@ -44,18 +47,24 @@ def fit_cmd(
         from vazao.plan.alternatives import what_fits
 
         alternatives = what_fits(model, gpu, dep.weight_format.name, context, engine=dep.engine.name)
+    result = {"deployment": dep.label(), "model": dep.model.name, "gpu": dep.accelerator.id,
+              "count": dep.count, "tp": dep.tp, "pp": dep.pp, "format": dep.weight_format.name,
+              "kv_format": dep.kv_format.name, "engine": dep.engine.name, "ideal": ideal,
+              "format_status": dep.support.status, **f.to_json(),
+              **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {})}
     if json_out:
-        emit_json({"deployment": dep.label(), "model": dep.model.name, "gpu": dep.accelerator.id,
-                   "count": dep.count, "tp": dep.tp, "pp": dep.pp, "format": dep.weight_format.name,
-                   "kv_format": dep.kv_format.name, "engine": dep.engine.name, "ideal": ideal,
-                   "format_status": dep.support.status, **f.to_json(),
-                   **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {})})
-        return
-    print_lines(console, fit_lines(dep.label(), f))
-    if not f.fits:
-        console.print("would fit: " + (", or ".join(a.describe() for a in alternatives) if alternatives else
-                                       "nothing up to 8 GPUs of this kind, in this format or a narrower one"),
-                      highlight=False)
+        emit_json(result)
+    else:
+        print_lines(console, fit_lines(dep.label(), f))
+        if not f.fits:
+            console.print("would fit: " + (", or ".join(a.describe() for a in alternatives) if alternatives else
+                                           "nothing up to 8 GPUs of this kind, in this format or a narrower one"),
+                          highlight=False)
+    if plot is not None:
+        from vazao.cli.app import _clean
+        from vazao.report.small_reports import fit_report
+
+        write_plot(fit_report(_clean(result)), plot, json_out=json_out, quiet=quiet)
 
 
 @app.command("estimate")
