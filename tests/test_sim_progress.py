@@ -74,3 +74,21 @@ def test_cli_draws_a_bar_with_eta_on_a_terminal_and_none_when_quiet():
     args = ["simulate", "llama-3.1-8b", "-g", "h100-sxm", "--requests", "4000", "--rate", "40"]
     assert "ETA" in _on_a_terminal(args)
     assert "ETA" not in _on_a_terminal([*args, "--quiet"])
+
+
+def test_bench_bar_shows_eta_of_the_level():
+    import io
+
+    from rich.console import Console
+
+    from vazao.bench.progress import LiveProgress
+
+    buf = io.StringIO()
+    bar = LiveProgress(console=Console(file=buf, force_terminal=True, width=140))
+    bar.start("level 1", total=100)
+    for _ in range(30):
+        bar.add(True, 50, 0.02)
+    bar.refresh()
+    bar.close()
+    text = buf.getvalue()
+    assert "30/100" in text and "ETA" in text

@@ -9,7 +9,14 @@ import time
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 __all__ = ["LiveProgress"]
 
@@ -36,7 +43,7 @@ class LiveProgress:
         if self._progress is None:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+                TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                 console=self._console, auto_refresh=False, transient=False)
             self._progress.start()
         self._task = self._progress.add_task(label, total=total, stats="")

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from vazao import inputs
-from vazao.cli.app import JSON, _clean, app, console, emit_json, err_console, fail, report_error
+from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, fail, report_error
 from vazao.cli.interrupt import Interrupted, Interrupts
 from vazao.errors import VazaoError
 from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
@@ -180,6 +180,7 @@ def bench_cmd(
     outputs: str = typer.Option(None, "--outputs",
                                 help="Report files to write after the run: json,csv,html (named as -o, "
                                      "else as the records)."),
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL.
@@ -197,7 +198,7 @@ def bench_cmd(
                output=output, records=records, force=force, dataset=dataset, tokenizer=tokenizer,
                api_key_env=api_key_env, header=header, extra_body=extra_body, ignore_eos=ignore_eos, usage=usage,
                timeout=timeout, stall_timeout=stall_timeout, max_time=max_time, max_connections=max_connections,
-               probe=probe, progress=progress, outputs=outputs, json_out=json_out)
+               probe=probe, progress=progress and not quiet, outputs=outputs, json_out=json_out)
 
 
 def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict[str, Path]]:
