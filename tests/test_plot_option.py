@@ -61,3 +61,20 @@ def test_breakeven_plot_has_the_api_line_and_a_curve_per_gpu(tmp_path):
     html = out.read_text()
     assert "wrote" not in res.stdout  # --quiet: the result only
     assert "API: claude" in html and "h100-sxm (vllm)" in html and " l4 tp" in html
+
+
+def test_plan_and_validate_plots(tmp_path):
+    from pathlib import Path
+
+    out = tmp_path / "pareto.svg"
+    res = runner.invoke(app, ["plan", "-m", "llama-3.1-8b", "-g", "l4,h100-sxm", "-f", "bf16,fp8", "--traffic", "5/s",
+                              "--requests", "40", "--simulate-top", "4", "--plot", str(out)])
+    assert res.exit_code in (0, 1), res.output
+    assert out.read_text().startswith("<svg") and "wrote" in res.stdout
+    csv_file = Path(__file__).resolve().parents[2] / "shared" / "data" / "published-measurements.csv"
+    if not csv_file.exists():
+        pytest.skip("no shared measurements beside this clone")
+    out = tmp_path / "accuracy.png"
+    res = runner.invoke(app, ["validate", str(csv_file), "--engine", "llama.cpp", "--workers", "1", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:4] == b"\x89PNG"

@@ -9,6 +9,7 @@ import yaml
 
 from vazao import inputs
 from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
+from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 
 
@@ -76,17 +77,20 @@ def validate_cmd(
     count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
+    plot: Path | None = PLOT,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Predict every row under its stated conditions and report the errors by metric, engine, GPU
-    generation, model family and regime, with the coverage and why each skipped row was skipped."""
+    generation, model family and regime, with the coverage and why each skipped row was skipped.
+    --plot draws predicted against measured on log axes, with the band."""
     from vazao.report.validate_console import render_validation
     from vazao.validate import predict_rows, summarize
 
     path = _check_profile(profile)
     _check_workers(workers)
     inputs.number(worst, "--worst", minimum=0, maximum=10_000, integer=True)
+    check_plot(plot)
     fam = _family(engine) if engine else None
     is_csv = measurements.is_file() and measurements.suffix.lower() == ".csv"
     if not is_csv and fam is None:
@@ -102,8 +106,13 @@ def validate_cmd(
     rep = summarize(results, problems)
     if json_out:
         emit_json(rep.to_json())
-        return
-    render_validation(console, rep, worst)
+    else:
+        render_validation(console, rep, worst)
+    if plot is not None:
+        from vazao.cli.app import _clean
+        from vazao.report.reports import validation_report
+
+        write_plot(validation_report(_clean(rep.to_json())), plot, json_out=json_out, quiet=quiet)
 
 
 @app.command("calibrate")

@@ -8,6 +8,7 @@ import typer
 
 from vazao import inputs
 from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
+from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 
 
@@ -75,11 +76,13 @@ def plan_cmd(
                                                                 "rtx-3060=0.08 (repeatable; owned hardware)."),
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    plot: Path = PLOT,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """The cheapest deployment that meets the SLO at this traffic: ranked, with its Pareto front,
-    the binding constraint and the command that launches it. Exit 1 when nothing meets the SLO."""
+    the binding constraint and the command that launches it. Exit 1 when nothing meets the SLO.
+    --plot draws the Pareto front of $/Mtok against latency."""
     from vazao.plan import DEFAULT_SLO, PlanInputs, Traffic, run_plan
     from vazao.results import SLO
 
@@ -106,15 +109,26 @@ def plan_cmd(
         from vazao.catalog.prices import get_price
 
         get_price(against_api)
+    check_plot(plot)
     from vazao.report.progress import progress_bar
 
     with progress_bar("simulating deployments", enabled=show_progress(json_out, quiet)) as show:
         result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
                           progress=show)
-    _finish(result, emit=emit, against_api=against_api, json_out=json_out)
+    _finish(result, emit=emit, against_api=against_api, json_out=json_out, plot=plot, quiet=quiet)
 
 
-def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool) -> None:
+def _plot(result, plot: Path | None, json_out: bool, quiet: bool) -> None:
+    if plot is not None and result.candidates:
+        from vazao.cli.app import _clean
+        from vazao.plan.output import plan_json
+        from vazao.report.plan_report import plan_report
+
+        write_plot(plan_report(_clean(plan_json(result))), plot, json_out=json_out, quiet=quiet)
+
+
+def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool, plot: Path | None = None,
+            quiet: bool = False) -> None:
     from vazao.plan.output import plan_json
     from vazao.report.plan_console import render_plan
 
@@ -147,6 +161,7 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
             from vazao.report.plan_console import render_command
 
             render_command(console, launch, _bench(result))
+    _plot(result, plot, json_out, quiet)
     if result.winner is None:
         raise typer.Exit(1)
 

@@ -14,6 +14,9 @@ PLOT = typer.Option(None, "--plot", help="Also draw this command's picture to th
                     ".html; needs the report extra).")
 
 
+_NAMED = {"estimate", "fit", "simulation", "breakeven"}  # reports titled by what they are of
+
+
 def check_plot(path: Path | None) -> None:
     """Fail (exit 2) before any work on a name, folder or missing extra that would fail after."""
     if path is None:
@@ -45,5 +48,5 @@ def write_plot(report, path: Path | None, *, json_out: bool = False, quiet: bool
     title, chart = charts[0]
     save_chart(chart, path)
     if not quiet:
-        (err_console if json_out else console).print(f"wrote {path}: {title.lower()} of {report.title}",
-                                                     highlight=False)
+        of = f" of {report.title}" if report.kind in _NAMED else ""
+        (err_console if json_out else console).print(f"wrote {path}: {title.lower()}{of}", highlight=False)
