@@ -8,15 +8,8 @@ import collections
 import time
 
 import numpy as np
+import rich.progress as rp
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 __all__ = ["LiveProgress"]
 
@@ -27,7 +20,7 @@ class LiveProgress:
     def __init__(self, enabled: bool = True, console: Console | None = None):
         self.enabled = enabled
         self._console = console or Console(stderr=True)
-        self._progress: Progress | None = None
+        self._progress: rp.Progress | None = None
         self._task = None
         self._done: collections.deque = collections.deque()  # (time, output tokens)
         self._ttfts: list[float] = []
@@ -41,9 +34,10 @@ class LiveProgress:
         if not self.enabled:
             return
         if self._progress is None:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            self._progress = rp.Progress(
+                rp.TextColumn("[bold]{task.description}"), rp.BarColumn(bar_width=24), rp.MofNCompleteColumn(),
+                rp.TextColumn("{task.fields[stats]}"), rp.TimeElapsedColumn(), rp.TextColumn("ETA"),
+                rp.TimeRemainingColumn(),
                 console=self._console, auto_refresh=False, transient=False)
             self._progress.start()
         self._task = self._progress.add_task(label, total=total, stats="")
