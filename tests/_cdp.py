@@ -1,6 +1,6 @@
 """A small Chrome DevTools Protocol driver for the browser tests: headless Chromium with every
 outside connection sent to a dead proxy, one page, what it logged and what it asked the network for.
-Standard library and aiohttp (a vazao dependency) only."""
+Standard library and aiohttp (installed by the dev and testing extras) only."""
 
 from __future__ import annotations
 

@@ -135,7 +135,7 @@ def test_connections_are_kept_alive_and_reused(fake_llm):
     async def go():
         async with StreamClient(Target(fake_llm.url)) as c:
             recs = [(await c.send(f"r{i}", Prompt(max_tokens=4, text="x")))[0] for i in range(3)]
-            return recs, len(c._pool.open)
+            return recs, len(c.pool.open)
 
     recs, connections = asyncio.run(go())
     assert all(r.ok for r in recs) and connections == 1

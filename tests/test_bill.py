@@ -118,7 +118,7 @@ def test_agent_with_cached_context():
     assert (t.cache_write, t.cache_read) == (5 * 4000, 5 * 19 * 4000)
     assert t.prompt_tokens == 5 * 20 * 5000
     assert bill.total_usd < bill_agent(task, SONNET).total_usd
-    with pytest.raises(VazaoError, match="exceeds --context"):
+    with pytest.raises(VazaoError, match=r"cached_context \(11\) exceeds context \(10\)"):
         AgentTask(calls=1, context=10, reply=1, cached_context=11)
 
 
@@ -152,5 +152,5 @@ def test_bad_ledgers_and_prices_without_cache_or_batch():
     bill = make_bill(mistral_like, [line(mistral_like, "r", TokenLedger(cache_write=1000))])
     assert bill.charge.cache_write == Decimal("0.00125")  # billed at the input price
     assert any("no cache-write premium" in n for n in bill.notes)
-    with pytest.raises(VazaoError, match="--turns"):
+    with pytest.raises(VazaoError, match="turns must be at least 1"):
         Conversation(system=1, turns=0, user=1, reply=1)

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vazao.budget import analytic_summary, check_budget, load_budget, parse_budget
+from vazao.budget import analytic_summary, check_budget, deployment_latency, load_budget, parse_budget
 from vazao.cli import app
 from vazao.cost.ledger import TokenLedger
 from vazao.errors import VazaoError
+from vazao.estimate import steady_point
 from vazao.results import Latency, RunSummary
 from vazao.scenario import deployment_for
 
@@ -150,6 +151,18 @@ def test_simulated_latency(tmp_path):
     assert json.loads(res.stdout)["tasks"][0]["latency_source"].startswith("simulated: llama-3.1-8b")
     res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate"])
     assert res.exit_code == 2 and "--model and --gpu" in res.output
+
+
+def test_analytic_latency_is_the_steady_point_of_the_mean_call():
+    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    task = load_budget(EXAMPLE).tasks[0]
+    latency, label = deployment_latency(dep, concurrency=4, analytic=True)
+    assert label == f"analytic: {dep.label()} at concurrency 4"
+    s, call = latency(task), task.tokens_per_call
+    cached = call.cache_read if dep.engine.prefix_caching else 0
+    p = steady_point(dep, call.prompt_tokens, call.billed_output, 4, cached)
+    assert (s.ttft_s.p95, s.tpot_s.p95, s.e2e_s.p95) == (p.ttft_s, p.tpot_s, p.e2e_s)
+    assert deployment_latency(dep, 4)[1].startswith("simulated: ")
 
 
 # ---- the error rate is part of every budget -------------------------------------------------------

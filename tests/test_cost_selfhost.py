@@ -11,15 +11,13 @@ from typer.testing import CliRunner
 from vazao.cli import app
 from vazao.cost.selfhost import (
     Throughput,
-    analytic_point,
     analytic_throughput,
-    max_batch,
     selfhost_cost,
     simulated_throughput,
     throughput_from_summary,
 )
 from vazao.errors import VazaoError
-from vazao.estimate import max_load_throughput
+from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.results import SLO, Latency, RunSummary
 from vazao.scenario import deployment_for
 from vazao.workload import load_workload
@@ -65,9 +63,9 @@ def test_analytic_without_slo_is_estimate_max_load_throughput():
     tp = analytic_throughput(dep, 1000, 250)
     out, batch = max_load_throughput(dep, 1000, 250)
     assert tp.output_tokens_per_s == out and tp.batch == batch and tp.source == "analytic"
-    # analytic_point's steady cycle at the largest batch agrees with the offline waves (prefill in
+    # steady_point's cycle at the largest batch agrees with the offline waves (prefill in
     # chunks of the token budget, then decode together) to a few tenths of a percent
-    p = analytic_point(dep, 1000, 250, max_batch(dep, 1000, 250))
+    p = steady_point(dep, 1000, 250, steady_batch_limit(dep, 1000, 250))
     assert p.output_tokens_per_s == pytest.approx(out, rel=0.01)
 
 
@@ -76,12 +74,23 @@ def test_a_tighter_slo_costs_more_per_token():
     loose = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=100ms"))
     tight = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=20ms"))
     assert 0 < tight.output_tokens_per_s < loose.output_tokens_per_s
-    assert analytic_point(dep, 1000, 250, tight.batch).tpot_s <= 0.020
-    assert analytic_point(dep, 1000, 250, tight.batch + 1).tpot_s > 0.020
+    assert steady_point(dep, 1000, 250, tight.batch).tpot_s <= 0.020
+    assert steady_point(dep, 1000, 250, tight.batch + 1).tpot_s > 0.020
     impossible = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=1ms"))
     assert impossible.output_tokens_per_s == 0 and "missed even at batch 1" in impossible.detail
     c = selfhost_cost("x", 1, Decimal("1.8"), "given", impossible)
     assert c.usd_per_mtok_output is None
+
+
+def test_slo_batch_is_the_largest_batch_within_the_limits():
+    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    top = steady_batch_limit(dep, 1000, 250)
+    limits = {"tpot_p95": 0.02, "ttft_p95": 1.0}
+    p = slo_batch(dep, 1000, 250, limits, top)
+    assert p is not None and 1 <= p.batch < top and p.meets(limits)
+    assert not steady_point(dep, 1000, 250, p.batch + 1).meets(limits)
+    assert slo_batch(dep, 1000, 250, {"tpot_p95": 0.001}, top) is None
+    assert slo_batch(dep, 1000, 250, {"e2e_mean": 1e6}, top).batch == top  # nothing binds: the memory limit
 
 
 def test_simulated_capacity_meets_the_slo():

@@ -55,7 +55,7 @@ def test_gpus_shorten_the_wall_clock_not_the_bill():
 
 
 def test_bad_input():
-    with pytest.raises(VazaoError, match="--mfu"):
+    with pytest.raises(VazaoError, match=r"mfu is a fraction of peak"):
         training_cost(7e9, 1e12, H100, 1.5)
     with pytest.raises(VazaoError, match="positive"):
         training_cost(0, 1e12, H100, 0.4)

@@ -237,10 +237,7 @@ def build_demo(input_tokens: int = 1024, output_tokens: int = 256) -> tuple[Demo
 
 def estimate_result(est) -> dict:
     """The node's estimate as `vazao estimate --json` writes it: what the estimate report reads."""
-    dep = node_deployment()
-    return {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
-            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
-            "ideal": False, **est.to_json()}
+    return {**node_deployment().to_json(), "ideal": False, **est.to_json()}
 
 
 # ---- the configurations ---------------------------------------------------------------------------

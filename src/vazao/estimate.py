@@ -1,11 +1,14 @@
 """Closed-form scenarios on top of step_cost: decode at batch b, prefill, TTFT, the crossover
-batch where decode turns compute-bound, the latency floor and the max-load throughput."""
+batch where decode turns compute-bound, the latency floor, the max-load throughput, and the steady
+state of one replica at a batch (steady_point) with the largest batch an SLO allows (slo_batch):
+the one analytic path that cost and budgets call."""
 
 from __future__ import annotations
 
 import math
 import sys
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vazao.bands import deployment_band
@@ -215,6 +218,65 @@ def max_load_throughput(dep, input_tokens: int, output_tokens: int) -> tuple[flo
     sequences running at once over all replicas."""
     p = offline_point(dep, input_tokens, output_tokens)
     return p.output_tokens_per_s, p.batch * p.engines
+
+
+@dataclass(frozen=True)
+class SteadyPoint:
+    """The analytic steady state of one replica serving `batch` sequences of one request shape."""
+
+    batch: int
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    output_tokens_per_s: float  # all replicas
+    input_time_share: float
+
+    def metric(self, name: str) -> float:
+        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.tpot_s, "e2e": self.e2e_s}[name]
+
+    def meets(self, limits: Mapping[str, float]) -> bool:
+        """Every limit ('tpot_p95' -> seconds) met; a percentile limit is compared with the point value."""
+        return all(self.metric(key.split("_", 1)[0]) <= limit for key, limit in limits.items())
+
+
+def steady_batch_limit(dep, input_tokens: int, output_tokens: int) -> int:
+    """Sequences one replica holds: KV capacity and the engine's max_num_seqs."""
+    f = fit(dep, input_tokens + output_tokens)
+    return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.max_num_seqs)
+
+
+def steady_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_tokens: int = 0) -> SteadyPoint:
+    """Each request's cycle is output × (decode step at `batch`) plus `batch` prefills, each charged
+    at its marginal time (its compute, or the memory time beyond one decode step's: the weights are
+    read once for both); TPOT = cycle / output; TTFT = own prefill (of the uncached prompt tokens) +
+    one decode step; E2E = TTFT + (output − 1) × TPOT."""
+    if input_tokens < 1 or output_tokens < 1 or batch < 1:
+        raise VazaoError("input tokens, output tokens and batch must be positive")
+    cached = min(cached_tokens, input_tokens - 1)
+    pf = step_cost(dep, BatchShape.prefill(1, input_tokens - cached, cached))
+    t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
+    t_dec = decode_cost(dep, batch, input_tokens + output_tokens // 2).time_s
+    cycle = output_tokens * t_dec + batch * t_pf
+    tpot = cycle / output_tokens
+    ttft = pf.time_s + t_dec
+    return SteadyPoint(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
+                       batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle)
+
+
+def slo_batch(dep, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,
+              cached_tokens: int = 0) -> SteadyPoint | None:
+    """The steady point at the largest batch up to `top` that meets every limit; None when batch 1
+    misses one. TPOT and TTFT grow with the batch, so the batch is bisected."""
+    if not steady_point(dep, input_tokens, output_tokens, 1, cached_tokens).meets(limits):
+        return None
+    lo, hi = 1, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if steady_point(dep, input_tokens, output_tokens, mid, cached_tokens).meets(limits):
+            lo = mid
+        else:
+            hi = mid - 1
+    return steady_point(dep, input_tokens, output_tokens, lo, cached_tokens)
 
 
 def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:

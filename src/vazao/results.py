@@ -295,14 +295,22 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
     weights = [np.ones(len(plain), dtype=np.int64), np.asarray(tpot_w, dtype=np.int64)]
     for track, diff in diffs.values():
         values.append(np.asarray(track, dtype=float))
-        weights.append(np.cumsum(diff)[:-1])
+        weights.append(np.cumsum(diff, out=diff)[:-1])  # in place: a track is millions of steps long
+    diffs.clear()
     v, w = np.concatenate(values), np.concatenate(weights)
-    keep = w > 0
-    v, w = v[keep], w[keep]
+    del values, weights
+    # sort once and merge runs of equal values (np.unique's inverse and a float bincount would each
+    # cost another array as long as the run's step count); zero-weight values drop out after the merge
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    del order
     if not v.size:
         return v, w.astype(np.int64)
-    uniq, inverse = np.unique(v, return_inverse=True)
-    return uniq, np.bincount(inverse, weights=w).astype(np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
+    counts = np.add.reduceat(w, starts).astype(np.int64)
+    uniq = v[starts]
+    keep = counts > 0
+    return uniq[keep], counts[keep]
 
 
 def summarize(

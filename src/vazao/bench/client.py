@@ -19,10 +19,8 @@ ERROR_KINDS) with the HTTP status where there was one, so a run counts and shows
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
-import math
 import os
 import time
 from collections.abc import Mapping
@@ -30,10 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
-
 from vazao import inputs
 from vazao.bench import h1
+from vazao.bench.pacing import Pacer, Watchdog
 from vazao.bench.redact import cut, header_secrets, redact, url_secrets
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
@@ -181,81 +178,7 @@ def load_tokenizer(path: str):
         raise VazaoError(f"cannot load tokenizer {path}: {exc}") from None
 
 
-class _Watchdog:
-    """Ends a request that has been silent for `stall_s` or has run past `total_s`: one timer,
-    re-armed from the last read, instead of a timer reset on every chunk."""
-
-    __slots__ = ("task", "ex", "stall_s", "deadline", "handle", "loop", "why")
-
-    def __init__(self, task: asyncio.Task | None, ex: h1.Exchange, stall_s: float | None, total_s: float | None,
-                 t0: float):
-        self.task, self.ex, self.stall_s, self.handle, self.why = task, ex, stall_s or None, None, None
-        self.deadline = t0 + total_s if total_s else math.inf
-        if task is not None and (self.stall_s or total_s):
-            self.loop = asyncio.get_running_loop()
-            self.handle = self.loop.call_later(self._due() - t0, self._check)
-
-    def _due(self) -> float:
-        return min(self.ex.last_read + self.stall_s if self.stall_s else math.inf, self.deadline)
-
-    def _check(self) -> None:
-        now = time.perf_counter()
-        if now >= self.deadline:
-            self.why = "timeout"
-        elif self.stall_s and now - self.ex.last_read >= self.stall_s:
-            self.why = "stall"
-        else:
-            self.handle = self.loop.call_later(self._due() - now, self._check)
-            return
-        self.handle = None
-        self.task.cancel()
-
-    def stop(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
-
-
 _Abort = h1.Abort
-
-
-class _Pacer:
-    """Turns for the work that ends a request (its record, its log line, the dispatch of the next
-    one), `per_iteration` (one) per event-loop iteration. Streams that end together (a closed
-    loop's round, a burst) would otherwise run hundreds of these back to back, each a few hundred
-    µs, while the sockets of the streams still running wait unread and their timestamps go late;
-    one a turn, the loop polls its sockets between any two. A turn is immediate while the
-    iteration's budget lasts. At 512 streams this cuts the mean ITL error against the truth by a
-    third or more (bench/bench_client.py)."""
-
-    __slots__ = ("per", "budget", "waiters", "handle")
-
-    def __init__(self, per_iteration: int = 1):
-        self.per = self.budget = per_iteration
-        self.waiters: collections.deque[asyncio.Future] = collections.deque()
-        self.handle: asyncio.Handle | None = None
-
-    def _refill(self) -> None:
-        self.handle = None
-        self.budget = self.per
-        while self.budget and self.waiters:
-            fut = self.waiters.popleft()
-            if not fut.done():
-                self.budget -= 1
-                fut.set_result(None)
-        if self.waiters or self.budget < self.per:
-            self.handle = asyncio.get_running_loop().call_soon(self._refill)
-
-    async def turn(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self.handle is None:
-            self.handle = loop.call_soon(self._refill)
-        if self.budget > 0 and not self.waiters:
-            self.budget -= 1
-            return
-        fut = loop.create_future()
-        self.waiters.append(fut)
-        await fut
 
 
 def _count_tokens(tokenizer, text: str) -> int:
@@ -263,9 +186,9 @@ def _count_tokens(tokenizer, text: str) -> int:
 
 
 class StreamClient:
-    """The connections shared by every request of a run: the streaming requests go through h1 (a
-    lean HTTP/1.1 client that times each read in its protocol callback), everything else (server
-    facts, /metrics, tokenize) through an aiohttp session.
+    """The connections shared by every request of a run, all through h1 (a lean HTTP/1.1 client
+    that times each read in its protocol callback): the streams here, and the setup requests
+    (server facts, /metrics, tokenize) on the same `pool` through control.call.
 
     origin: the run clock's zero (time.perf_counter()); record times are seconds after it.
     request_timeout_s: the whole request; stall_timeout_s: the longest silence mid-stream.
@@ -279,12 +202,10 @@ class StreamClient:
         self.max_event_bytes = max_event_bytes  # one server-sent event line; longer is an error
         self.origin = time.perf_counter() if origin is None else origin
         self.tokenizer = tokenizer
-        self.timeout = aiohttp.ClientTimeout(total=request_timeout_s, sock_connect=connect_timeout_s)
         self.request_timeout_s = request_timeout_s
         self.stall_timeout_s = stall_timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_connections = max_connections
-        self.session: aiohttp.ClientSession | None = None
         self.chunks = 0  # content chunks received over the client's life (for CPU per chunk)
         self.headers = target.request_headers()
         self.url = target.url
@@ -292,107 +213,35 @@ class StreamClient:
             self._origin = h1.Origin(self.url, self.headers)
         except ValueError as exc:
             raise VazaoError(str(exc)) from None
-        self._pool: h1.Pool | None = None
+        self.pool: h1.Pool | None = None  # open between __aenter__ and __aexit__
         self._slots: asyncio.Semaphore | None = None
-        self._pacer = _Pacer()
+        self._pacer = Pacer()
 
     async def __aenter__(self) -> StreamClient:
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
-                                         ttl_dns_cache=300, keepalive_timeout=30)
-        self.session = aiohttp.ClientSession(connector=connector, timeout=self.timeout,
-                                             auto_decompress=False, trust_env=False)
-        self._pool = h1.Pool(self.connect_timeout_s)
+        self.pool = h1.Pool(self.connect_timeout_s)
         self._slots = asyncio.Semaphore(self.max_connections)
         return self
 
     async def __aexit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-        if self.session is not None:
-            await self.session.close()
-            self.session = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     async def _exchange(self, ex: h1.Exchange, request: bytes, sent: list) -> None:
-        """Send on a kept-alive connection (or a new one) and wait for the response to end; a reused
-        connection that turns out closed before any byte came back is retried once on a fresh one."""
-        origin, pool = self._origin, self._pool
         async with self._slots:
-            for attempt in (0, 1):
-                conn, reused = await pool.get(origin, fresh=attempt > 0)
-                sent[0] = time.perf_counter()
-                conn.start(ex, request)
-                try:
-                    await ex.fut
-                except BaseException:
-                    conn.close()  # cancelled mid-response: the connection is in an unknown state
-                    raise
-                if ex.lost is not None and reused and not ex.got_bytes and attempt == 0:
-                    ex.restart()
-                    continue
-                if ex.complete and ex.keep_alive and ex.abort is None:
-                    pool.put(conn)
-                else:
-                    conn.close()
-                return
+            await h1.roundtrip(self.pool, self._origin, ex, request, sent)
 
     async def send(self, request_id: str, prompt: Prompt, *, extra: Mapping | None = None,
                    keep_text: bool = False) -> tuple[RequestRecord, str | None]:
         """Send one streaming request; returns its record and (when keep_text) the streamed text."""
-        max_tokens = prompt.max_tokens
         body = json.dumps(prompt.body(self.target)).encode()
-        ex = h1.Exchange(max_tokens, self.target.api == "chat", keep_text or self.tokenizer is not None,
+        ex = h1.Exchange(prompt.max_tokens, self.target.api == "chat", keep_text or self.tokenizer is not None,
                          self.max_event_bytes)
-        status = error = None
         task = asyncio.current_task()
         t_call = time.perf_counter()
         ex.last_read = t_call
-        watchdog = _Watchdog(task, ex, self.stall_timeout_s, self.request_timeout_s, t_call)
         sent = [None]  # when the request is handed to the socket
-        try:
-            await self._exchange(ex, self._origin.request(body), sent)
-            status = ex.status
-            if ex.abort is not None:
-                raise ex.abort
-            if ex.lost is not None:
-                lost = ex.lost
-                where = "before the response head" if status is None else f"after {ex.chunks} chunks"
-                raise _Abort("disconnected", f"{type(lost).__name__}: {str(lost)[:120]} ({where})")
-            if status != 200:
-                detail = _snippet(bytes(ex.body))
-                if 300 <= status < 400 and ex.headers.get("location"):
-                    detail = f"redirected to {cut(ex.headers['location'], 120)}; {detail}"
-                raise _Abort(f"http_{status}", detail)
-            if not ex.sse:
-                ctype = ex.headers.get("content-type", "")
-                raise _Abort("not_streaming", f"Content-Type {ctype or 'missing'}; "
-                             f"body starts {_snippet(bytes(ex.body), 120)}")
-            if ex.sbuf.strip():
-                raise _Abort("truncated", f"stream ended mid-line "
-                             f"{cut(bytes(ex.sbuf[:4096]).decode('utf-8', 'replace'), 60)!r}")
-            if not ex.done and ex.finish is None:
-                raise _Abort("truncated", f"no [DONE] and no finish_reason after {ex.chunks} chunks")
-            if ex.first is None:
-                raise _Abort("empty", f"finish_reason {ex.finish!r} and no content")
-        except _Abort as exc:
-            error = str(exc)
-        except (asyncio.TimeoutError, OSError) as exc:  # from connecting
-            if isinstance(exc, asyncio.TimeoutError) or "timed out" in str(exc):
-                error = f"connect: timed out after {self.connect_timeout_s:g} s"
-            else:
-                o = self._origin
-                error = f"connect: cannot connect to {o.host}:{o.port}: {type(exc).__name__}: {str(exc)[:160]}"
-        except asyncio.CancelledError:
-            why = watchdog.why
-            if why is None:
-                error = "cancelled: the run ended while this request was in flight"
-            else:  # the watchdog's doing: a stall or the request timeout, not the run's end
-                error = (f"stall: no data for {self.stall_timeout_s:g} s" if why == "stall"
-                         else f"timeout: over {self.request_timeout_s:g} s")
-                if hasattr(task, "uncancel"):
-                    task.uncancel()
-        finally:
-            watchdog.stop()
+        error = await self._run(task, ex, body, t_call, sent)
         if error is not None:
             error = redact(error)  # a server may echo the key or a header back in its error text
         try:
@@ -400,16 +249,43 @@ class StreamClient:
         except asyncio.CancelledError:  # the run is ending: this request's record is complete, keep it
             if hasattr(task, "uncancel"):
                 task.uncancel()
-        if status is None:
-            status = ex.status
-        chunks = ex.chunks
-        self.chunks += chunks
-        first, last, usage, finish, rid = ex.first, ex.last, ex.usage, ex.finish, ex.rid
+        self.chunks += ex.chunks
+        text = "".join(ex.pieces) if ex.pieces is not None else None
+        return self._record(request_id, prompt, ex, error, text, extra, t_call, sent[0] or t_call), text
 
+    async def _run(self, task: asyncio.Task | None, ex: h1.Exchange, body: bytes, t_call: float,
+                   sent: list) -> str | None:
+        """The exchange under the watchdog; its error as "kind: detail", or None."""
+        watchdog = Watchdog(task, ex, self.stall_timeout_s, self.request_timeout_s, t_call)
+        try:
+            await self._exchange(ex, self._origin.request(body), sent)
+            _raise_for(ex)
+        except _Abort as exc:
+            return str(exc)
+        except (asyncio.TimeoutError, OSError) as exc:  # from connecting
+            if isinstance(exc, asyncio.TimeoutError) or "timed out" in str(exc):
+                return f"connect: timed out after {self.connect_timeout_s:g} s"
+            o = self._origin
+            return f"connect: cannot connect to {o.host}:{o.port}: {type(exc).__name__}: {str(exc)[:160]}"
+        except asyncio.CancelledError:
+            why = watchdog.why
+            if why is None:
+                return "cancelled: the run ended while this request was in flight"
+            if hasattr(task, "uncancel"):  # the watchdog's doing: a stall or the request timeout, not the run's end
+                task.uncancel()
+            return (f"stall: no data for {self.stall_timeout_s:g} s" if why == "stall"
+                    else f"timeout: over {self.request_timeout_s:g} s")
+        finally:
+            watchdog.stop()
+        return None
+
+    def _record(self, request_id: str, prompt: Prompt, ex: h1.Exchange, error: str | None, text: str | None,
+                extra: Mapping | None, t_call: float, t_send: float) -> RequestRecord:
+        """The request's record: token counts from usage, the tokenizer or the chunks, in that order."""
+        max_tokens, chunks = prompt.max_tokens, ex.chunks
         tokens_from = "chunks"
         out_tokens = chunks
-        text = "".join(ex.pieces) if ex.pieces is not None else None
-        usage = _usage(usage)
+        usage = _usage(ex.usage)
         if usage and usage.get("completion_tokens") is not None:
             out_tokens, tokens_from = usage["completion_tokens"], "usage"
         elif self.tokenizer is not None and text:
@@ -423,19 +299,19 @@ class StreamClient:
             cached = usage.get("cached_tokens") or 0
         ex_ = {"chunks": chunks, "tokens_from": tokens_from, "prompt_tokens_from": prompt_from,
                "max_tokens": max_tokens}
-        if finish:
-            ex_["finish_reason"] = finish
-        if rid:
-            ex_["response_id"] = cut(str(rid), 80)
+        if ex.finish:
+            ex_["finish_reason"] = ex.finish
+        if ex.rid:
+            ex_["response_id"] = cut(str(ex.rid), 80)
         if prompt_from == "usage" and prompt.tokens:
             ex_["planned_prompt_tokens"] = prompt.tokens
         if extra:
             ex_.update(extra)
-        t_send = sent[0] or t_call
         if t_send - t_call > 0.0005:  # connection set-up, waiting for a slot, event-loop queueing
             ex_["client_wait_s"] = round(t_send - t_call, 6)
         o = self.origin
-        rec = RequestRecord(
+        first, last = ex.first, ex.last
+        return RequestRecord(
             request_id=request_id,
             source="measured",
             arrival_s=t_send - o,
@@ -446,10 +322,36 @@ class StreamClient:
             itl_s=tuple(ex.gaps),
             cached_prompt_tokens=cached,
             error=error,
-            status=status,
+            status=ex.status,
             extra=ex_,
         )
-        return rec, text
+
+
+def _raise_for(ex: h1.Exchange) -> None:
+    """Raise the Abort that a finished exchange's response deserves, if any."""
+    status = ex.status
+    if ex.abort is not None:
+        raise ex.abort
+    if ex.lost is not None:
+        lost = ex.lost
+        where = "before the response head" if status is None else f"after {ex.chunks} chunks"
+        raise _Abort("disconnected", f"{type(lost).__name__}: {str(lost)[:120]} ({where})")
+    if status != 200:
+        detail = _snippet(bytes(ex.body))
+        if 300 <= status < 400 and ex.headers.get("location"):
+            detail = f"redirected to {cut(ex.headers['location'], 120)}; {detail}"
+        raise _Abort(f"http_{status}", detail)
+    if not ex.sse:
+        ctype = ex.headers.get("content-type", "")
+        raise _Abort("not_streaming", f"Content-Type {ctype or 'missing'}; "
+                     f"body starts {_snippet(bytes(ex.body), 120)}")
+    if ex.sbuf.strip():
+        raise _Abort("truncated", f"stream ended mid-line "
+                     f"{cut(bytes(ex.sbuf[:4096]).decode('utf-8', 'replace'), 60)!r}")
+    if not ex.done and ex.finish is None:
+        raise _Abort("truncated", f"no [DONE] and no finish_reason after {ex.chunks} chunks")
+    if ex.first is None:
+        raise _Abort("empty", f"finish_reason {ex.finish!r} and no content")
 
 
 _MAX_COUNT = 2**40

@@ -1,7 +1,8 @@
 """A lean HTTP/1.1 client for one job: POST a JSON body, read a server-sent event stream, and time
 every content event at the moment its bytes come off the socket.
 
-Why not aiohttp for the stream (it still serves every other request of a run): aiohttp hands each
+Why not aiohttp for the stream (vazao's bench uses no other HTTP client; see control.py for the
+non-streaming setup requests, which go through this module too): aiohttp hands each
 read to a StreamReader and wakes the request's task to fetch it, a future, a task step and a dozen
 Python frames per chunk, and a timestamp taken in the task is late by every other socket's callback
 in that loop iteration. Here the protocol's ``data_received`` takes one ``time.perf_counter()``,
@@ -18,7 +19,8 @@ differ from the learnt one in its text and its numbers. Anything else — role a
 usage, errors, escaped text, reasoning fields, several choices — goes through json.loads and the
 full rules (and a plain one there teaches the shape anew).
 
-What it does not do, on purpose: redirects (a 3xx is reported as an HTTP error, with Location),
+What it does not do, on purpose: redirects (a 3xx is reported as is, with Location: following one
+would hand the key and the headers to wherever it points),
 proxies, compression (it asks for identity), HTTP/2. Connections are kept alive and reused; a
 reused connection that the server had already closed is retried once on a fresh one.
 """
@@ -38,7 +40,7 @@ from urllib.parse import quote, urlsplit
 
 from vazao.bench.redact import cut
 
-__all__ = ["Abort", "Exchange", "Origin", "Pool"]
+__all__ = ["Abort", "Exchange", "Origin", "Pool", "roundtrip"]
 
 _DECODE = json.JSONDecoder().decode
 _now = time.perf_counter
@@ -64,7 +66,7 @@ class Abort(Exception):
 class Origin:
     """Where one URL's requests go, with the request head prepared once."""
 
-    def __init__(self, url: str, headers: Mapping[str, str]):
+    def __init__(self, url: str, headers: Mapping[str, str], method: str = "POST"):
         parts = urlsplit(url)
         self.scheme = parts.scheme
         self.host = parts.hostname or ""
@@ -84,6 +86,8 @@ class Origin:
             path += "?" + parts.query
         fields = {"Host": host_header, "User-Agent": "vazao-bench", "Accept": "text/event-stream",
                   "Accept-Encoding": "identity", "Content-Type": "application/json"}
+        if method == "GET":
+            del fields["Content-Type"]
         if parts.username is not None:  # as aiohttp does: user:password in the URL is Basic auth
             cred = f"{parts.username}:{parts.password or ''}".encode()
             fields["Authorization"] = "Basic " + b64encode(cred).decode()
@@ -93,10 +97,13 @@ class Origin:
                 raise ValueError(f"header {k!r} holds a line break")
             fields.pop(lower.get(k.lower(), k), None)
             fields[k] = v
-        head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+        head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
         self.head = head.encode("latin-1")
 
-    def request(self, body: bytes) -> bytes:
+    def request(self, body: bytes | None) -> bytes:
+        """The request's bytes; a body of None sends no Content-Length (a GET)."""
+        if body is None:
+            return self.head + b"\r\n"
         return b"%sContent-Length: %d\r\n\r\n%s" % (self.head, len(body), body)
 
 
@@ -111,10 +118,14 @@ class Exchange:
                  "headers", "sse", "keep_alive", "feed_body", "left", "cbuf", "trailer", "sbuf", "body",
                  "first", "last", "gaps", "chunks", "rid", "usage", "finish", "done", "abort", "lost",
                  "complete", "last_read", "got_bytes", "hot", "pre", "pre_len", "tail", "tail_mask",
-                 "tail_line", "tail_line_mask", "max_line")
+                 "tail_line", "tail_line_mask", "max_line", "stream", "body_cap")
 
-    def __init__(self, max_tokens: int, chat: bool, keep_text: bool, max_line: int = MAX_SSE_LINE):
+    def __init__(self, max_tokens: int, chat: bool, keep_text: bool, max_line: int = MAX_SSE_LINE,
+                 stream: bool = True, body_cap: int = _SNIPPET):
+        """stream=False: the body is kept (up to body_cap bytes), never parsed as events."""
         self.max_line = max_line
+        self.stream = stream
+        self.body_cap = body_cap
         self.api_key = b'"content":"' if chat else b'"text":"'
         self.max_tokens = max_tokens
         self.pieces: list[str] | None = [] if keep_text else None
@@ -272,7 +283,8 @@ class Exchange:
         self.status, self.version = status, version
         connection = headers.get("connection", "").lower()
         self.keep_alive = "close" not in connection if version == "HTTP/1.1" else "keep-alive" in connection
-        self.sse = status == 200 and headers.get("content-type", "").lower().startswith("text/event-stream")
+        ctype = headers.get("content-type", "").lower()
+        self.sse = self.stream and status == 200 and ctype.startswith("text/event-stream")
         self.phase = BODY
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self.feed_body = self._chunked
@@ -355,10 +367,10 @@ class Exchange:
         (self._sse if self.sse else self._collect)(data, now)
 
     def _collect(self, data: bytes, now: float) -> None:
-        body = self.body
-        if len(body) < _SNIPPET:
-            body += data[:_SNIPPET - len(body)]
-            if len(body) >= _SNIPPET:  # enough for the message; the rest is not worth the wait
+        body, cap = self.body, self.body_cap
+        if len(body) < cap:
+            body += data[:cap - len(body)]
+            if len(body) >= cap:  # enough for the message (or over the caller's limit): stop reading
                 self.keep_alive = False
                 self._end()
 
@@ -595,3 +607,26 @@ class Pool:
             conn.close()
         self.open.clear()
         self.idle.clear()
+
+
+async def roundtrip(pool: Pool, origin: Origin, ex: Exchange, request: bytes, sent: list) -> None:
+    """Send on a kept-alive connection (or a new one) and wait for the response to end; a reused
+    connection that turns out closed before any byte came back is retried once on a fresh one.
+    sent[0] is when the request was handed to the socket."""
+    for attempt in (0, 1):
+        conn, reused = await pool.get(origin, fresh=attempt > 0)
+        sent[0] = time.perf_counter()
+        conn.start(ex, request)
+        try:
+            await ex.fut
+        except BaseException:
+            conn.close()  # cancelled mid-response: the connection is in an unknown state
+            raise
+        if ex.lost is not None and reused and not ex.got_bytes and attempt == 0:
+            ex.restart()
+            continue
+        if ex.complete and ex.keep_alive and ex.abort is None:
+            pool.put(conn)
+        else:
+            conn.close()
+        return

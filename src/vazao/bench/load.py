@@ -17,16 +17,19 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vazao.bench.client import StreamClient, error_kind
+from vazao.bench.client import Prompt, StreamClient, error_kind
 from vazao.bench.cpu import CpuMonitor, CpuReport
 from vazao.bench.progress import LiveProgress
 from vazao.bench.prompts import PromptBuilder
 from vazao.bench.records import RecordLog
 from vazao.results import SLO, RequestRecord, RunSummary, summarize
+
+if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type
+    from vazao.workload.types import RequestSpec
 
 __all__ = ["LevelResult", "LoadOptions", "find_max", "run_level"]
 
@@ -72,10 +75,179 @@ def error_counts(records: Sequence[RequestRecord]) -> dict[str, int]:
     return dict(c.most_common())
 
 
+class _Level:
+    """One level's run: its clock and limits, the slots of the closed loop, the requests in flight,
+    the conversation turns waiting on earlier ones, and what has been recorded."""
+
+    def __init__(self, client: StreamClient, builder: PromptBuilder, *, concurrency: int | None, warmup: int,
+                 log: RecordLog, progress: LiveProgress, options: LoadOptions, level: dict[str, Any],
+                 point: int | None):
+        self.client, self.builder, self.warmup, self.log, self.progress = client, builder, warmup, log, progress
+        self.options, self.level = options, level
+        self.t0 = time.perf_counter()
+        self.level_end = self.t0 + options.duration_s if options.duration_s else math.inf
+        self.deadline = self.level_end if options.deadline is None else min(self.level_end, options.deadline)
+        self.sem = asyncio.Semaphore(concurrency) if concurrency else None
+        self.records: list[RequestRecord] = []
+        self.warm: list[RequestRecord] = []
+        self.lags: list[float] = []  # open loop: how late each request left against its plan
+        self.in_flight: set[asyncio.Task] = set()
+        self.seen: set[str] = set()  # ids of conversation turns dispatched
+        self.finished: set[str] = set()  # ... and finished (or given up)
+        self.waiters: dict[str, asyncio.Event] = {}
+        self.peak = self.sending = self.not_sent = 0
+        self.stop = False
+        self.extra_base = dict(level)
+        if point is not None:
+            self.extra_base["point"] = point
+        self.cpu = CpuMonitor()
+        self.chunks0 = client.chunks
+
+    # ---- one request ---------------------------------------------------------------------------
+    def release(self, spec: RequestSpec) -> None:
+        """The turn is over: the conversation's next turn may go."""
+        if spec.conversation_id is not None:
+            self.finished.add(spec.request_id)
+            ev = self.waiters.pop(spec.request_id, None)
+            if ev is not None:
+                ev.set()
+
+    async def wait_turn(self, spec: RequestSpec) -> None:
+        after = spec.after
+        if after is None or after not in self.seen:
+            return
+        if after not in self.finished:
+            ev = self.waiters.get(after) or self.waiters.setdefault(after, asyncio.Event())
+            await ev.wait()
+        think = float(spec.think_time_s or 0.0)
+        if think > 0:
+            await asyncio.sleep(think)
+
+    def over(self) -> bool:
+        return self.stop or time.perf_counter() >= self.deadline
+
+    async def one(self, i: int, spec: RequestSpec, holding: bool, scheduled: float | None) -> None:
+        got_slot = holding
+        try:
+            try:
+                await self.wait_turn(spec)
+                if not self.over() and self.sem is not None and not got_slot:
+                    await self.sem.acquire()
+                    got_slot = True
+            except asyncio.CancelledError:
+                self.not_sent += 1
+                self.release(spec)
+                raise
+            if self.over():
+                self.not_sent += 1
+                self.release(spec)
+                return
+            prompt = self.builder.build(i, spec)
+            rec, text = await self.send(spec, prompt, scheduled)
+        finally:
+            if got_slot and self.sem is not None:
+                self.sem.release()
+        self.builder.completed(spec, prompt, rec.prompt_tokens, rec.output_tokens, text)
+        self.keep(i, rec)
+        self.release(spec)
+
+    async def send(self, spec: RequestSpec, prompt: Prompt, scheduled: float | None
+                   ) -> tuple[RequestRecord, str | None]:
+        extra = dict(self.extra_base)
+        if spec.conversation_id is not None:
+            extra["conversation_id"] = spec.conversation_id
+            extra["turn"] = spec.turn
+        if scheduled is not None:
+            extra["scheduled_s"] = round(scheduled - self.client.origin, 6)
+        self.sending += 1
+        self.peak = max(self.peak, self.sending)
+        try:
+            return await self.client.send(str(spec.request_id), prompt, extra=extra,
+                                          keep_text=self.builder.needs_text(spec))
+        finally:
+            self.sending -= 1
+
+    def keep(self, i: int, rec: RequestRecord) -> None:
+        is_warm = i < self.warmup
+        (self.warm if is_warm else self.records).append(rec)
+        self.log.record(rec, kind="warmup" if is_warm else "record")
+        if not is_warm:
+            self.progress.add(rec.ok, rec.output_tokens, rec.ttft_s)
+
+    def spawn(self, i: int, spec: RequestSpec, holding: bool, scheduled: float | None = None) -> None:
+        if spec.conversation_id is not None:
+            self.seen.add(spec.request_id)
+        task = asyncio.get_running_loop().create_task(self.one(i, spec, holding, scheduled))
+        self.in_flight.add(task)
+        task.add_done_callback(self.in_flight.discard)
+
+    # ---- the level -------------------------------------------------------------------------------
+    def out_of_time(self) -> str:
+        """Which limit ended the level: the one that comes first (not the clock read, since a timer
+        may fire a millisecond early)."""
+        o = self.options
+        return "max_time" if o.deadline is not None and o.deadline <= self.level_end else "duration"
+
+    async def dispatch(self, plan: Iterable[RequestSpec], total: int | None) -> str:
+        """Send the plan, each spec when its time or its slot comes; returns why dispatch stopped."""
+        pc, deadline, sem = time.perf_counter, self.deadline, self.sem
+        stopped = "plan"
+        for i, spec in enumerate(plan):
+            if pc() >= deadline:
+                stopped = self.out_of_time()
+                break
+            arrival = spec.arrival_s
+            if arrival is not None:
+                target = self.t0 + float(arrival)
+                if target >= deadline:
+                    stopped = self.out_of_time()
+                    break
+                delay = target - pc()
+                while delay > 0:  # uvloop's timers (whole ms) can wake up to a ms early: never send early
+                    await asyncio.sleep(delay)
+                    delay = target - pc()
+                self.lags.append(pc() - target)
+                self.spawn(i, spec, False, target)
+            elif spec.after in self.seen or sem is None:
+                self.spawn(i, spec, False)
+            else:
+                remaining = deadline - pc()
+                try:
+                    await asyncio.wait_for(sem.acquire(), None if math.isinf(remaining) else remaining)
+                except asyncio.TimeoutError:
+                    stopped = self.out_of_time()
+                    break
+                self.spawn(i, spec, True)
+        if stopped != "plan" and total is not None:
+            self.not_sent += max(0, total - i)
+        return stopped
+
+    async def drain(self) -> None:
+        """Let every dispatched request finish, within the drain allowance once the time is up;
+        cancel (and so record) what is still in flight after it."""
+        o, pc = self.options, time.perf_counter
+        limit = self.deadline + o.drain_s
+        if o.deadline is not None:
+            limit = min(limit, o.deadline + o.drain_s)
+        while self.in_flight and pc() < limit:
+            await asyncio.wait(set(self.in_flight), timeout=None if math.isinf(limit) else limit - pc())
+        self.stop = True
+        if self.in_flight:
+            await _cancel_all(self.in_flight)
+
+    def result(self, stopped: str, slo: SLO | None) -> LevelResult:
+        lags = self.lags
+        return LevelResult(
+            level=self.level, records=self.records, warmup=self.warm, summary=summarize(self.records, slo),
+            cpu=self.cpu.stop(self.client.chunks - self.chunks0), stopped=stopped,
+            errors=error_counts(self.records), not_sent=self.not_sent,
+            dispatch_lag_p99_s=float(np.percentile(lags, 99)) if lags else None, peak_in_flight=self.peak)
+
+
 async def run_level(
     client: StreamClient,
     builder: PromptBuilder,
-    plan: Iterable[Any],
+    plan: Iterable[RequestSpec],
     *,
     concurrency: int | None,
     warmup: int,
@@ -96,165 +268,31 @@ async def run_level(
     Cancelled (the run interrupted), the requests in flight are cancelled and recorded, and the
     level so far goes to `on_interrupt` before the cancellation goes on up."""
     gc.collect()  # before the level's clock starts: it takes tens of ms (see gc.freeze below)
-    level = dict(level or {})
-    loop = asyncio.get_running_loop()
-    pc = time.perf_counter
-    t0 = pc()
-    level_end = t0 + options.duration_s if options.duration_s else math.inf
-    deadline = level_end if options.deadline is None else min(level_end, options.deadline)
-    sem = asyncio.Semaphore(concurrency) if concurrency else None
+    run = _Level(client, builder, concurrency=concurrency, warmup=warmup, log=log, progress=progress,
+                 options=options, level=dict(level or {}), point=point)
     if total is None and isinstance(plan, Sequence):
         total = len(plan)
-    records: list[RequestRecord] = []
-    warm: list[RequestRecord] = []
-    lags: list[float] = []
-    in_flight: set[asyncio.Task] = set()
-    seen: set[Any] = set()  # ids of conversation turns dispatched
-    finished: set[Any] = set()  # ... and finished (or given up)
-    waiters: dict[Any, asyncio.Event] = {}
-    state = {"peak": 0, "sending": 0, "not_sent": 0, "stop": False}
-    extra_base = dict(level)
-    if point is not None:
-        extra_base["point"] = point
-
-    def release(spec: Any) -> None:
-        if getattr(spec, "conversation_id", None) is not None:
-            finished.add(spec.request_id)
-            ev = waiters.pop(spec.request_id, None)
-            if ev is not None:
-                ev.set()
-
-    async def wait_turn(spec: Any) -> None:
-        after = getattr(spec, "after", None)
-        if after is None or after not in seen:
-            return
-        if after not in finished:
-            ev = waiters.get(after) or waiters.setdefault(after, asyncio.Event())
-            await ev.wait()
-        think = float(getattr(spec, "think_time_s", 0.0) or 0.0)
-        if think > 0:
-            await asyncio.sleep(think)
-
-    async def one(i: int, spec: Any, holding: bool, scheduled: float | None) -> None:
-        got_slot = holding
-        try:
-            try:
-                await wait_turn(spec)
-                if not state["stop"] and pc() < deadline and sem is not None and not got_slot:
-                    await sem.acquire()
-                    got_slot = True
-            except asyncio.CancelledError:
-                state["not_sent"] += 1
-                release(spec)
-                raise
-            if state["stop"] or pc() >= deadline:
-                state["not_sent"] += 1
-                release(spec)
-                return
-            prompt = builder.build(i, spec)
-            extra = dict(extra_base)
-            if getattr(spec, "conversation_id", None) is not None:
-                extra["conversation_id"] = spec.conversation_id
-                extra["turn"] = getattr(spec, "turn", 0)
-            if scheduled is not None:
-                extra["scheduled_s"] = round(scheduled - client.origin, 6)
-            state["sending"] += 1
-            state["peak"] = max(state["peak"], state["sending"])
-            try:
-                rec, text = await client.send(str(spec.request_id), prompt, extra=extra,
-                                              keep_text=builder.needs_text(spec))
-            finally:
-                state["sending"] -= 1
-        finally:
-            if got_slot and sem is not None:
-                sem.release()
-        builder.completed(spec, prompt, rec.prompt_tokens, rec.output_tokens, text)
-        is_warm = i < warmup
-        (warm if is_warm else records).append(rec)
-        log.record(rec, kind="warmup" if is_warm else "record")
-        if not is_warm:
-            progress.add(rec.ok, rec.output_tokens, rec.ttft_s)
-        release(spec)
-
-    def spawn(i: int, spec: Any, holding: bool, scheduled: float | None = None) -> None:
-        if getattr(spec, "conversation_id", None) is not None:
-            seen.add(spec.request_id)
-        task = loop.create_task(one(i, spec, holding, scheduled))
-        in_flight.add(task)
-        task.add_done_callback(in_flight.discard)
-
-    def out_of_time() -> str:
-        """Which limit ended the level: the one that comes first (not the clock read, since a timer
-        may fire a millisecond early)."""
-        return "max_time" if options.deadline is not None and options.deadline <= level_end else "duration"
-
-    cpu = CpuMonitor()
-    cpu.start()
-    chunks0 = client.chunks
-
-    def result(stopped: str) -> LevelResult:
-        return LevelResult(
-            level=level, records=records, warmup=warm, summary=summarize(records, slo),
-            cpu=cpu.stop(client.chunks - chunks0), stopped=stopped, errors=error_counts(records),
-            not_sent=state["not_sent"], dispatch_lag_p99_s=float(np.percentile(lags, 99)) if lags else None,
-            peak_in_flight=state["peak"])
-
+    run.cpu.start()
     progress.start(label, None if total is None else max(0, total - warmup))
-    ticker = loop.create_task(_refresh(progress))
-    stopped = "plan"
+    ticker = asyncio.get_running_loop().create_task(_refresh(progress))
     # Everything alive now (modules, the previous levels' records) leaves the garbage collector's
     # view for the level: a full collection over it would pause the loop for tens of ms, late
     # timestamps on every stream at once. What the level allocates is still collected.
     gc.freeze()
     try:
-        for i, spec in enumerate(plan):
-            if pc() >= deadline:
-                stopped = out_of_time()
-                break
-            arrival = getattr(spec, "arrival_s", None)
-            if arrival is not None:
-                target = t0 + float(arrival)
-                if target >= deadline:
-                    stopped = out_of_time()
-                    break
-                delay = target - pc()
-                while delay > 0:  # uvloop's timers (whole ms) can wake up to a ms early: never send early
-                    await asyncio.sleep(delay)
-                    delay = target - pc()
-                lags.append(pc() - target)
-                spawn(i, spec, False, target)
-            elif getattr(spec, "after", None) in seen or sem is None:
-                spawn(i, spec, False)
-            else:
-                remaining = deadline - pc()
-                try:
-                    await asyncio.wait_for(sem.acquire(), None if math.isinf(remaining) else remaining)
-                except asyncio.TimeoutError:
-                    stopped = out_of_time()
-                    break
-                spawn(i, spec, True)
-        if stopped != "plan" and total is not None:
-            state["not_sent"] += max(0, total - i)
-        # let every dispatched request finish, within the drain allowance once the time is up
-        limit = deadline + options.drain_s
-        if options.deadline is not None:
-            limit = min(limit, options.deadline + options.drain_s)
-        while in_flight and pc() < limit:
-            await asyncio.wait(set(in_flight), timeout=None if math.isinf(limit) else limit - pc())
-        state["stop"] = True
-        if in_flight:
-            await _cancel_all(in_flight)
+        stopped = await run.dispatch(plan, total)
+        await run.drain()
     except asyncio.CancelledError:
-        state["stop"] = True
-        await _cancel_all(in_flight)
+        run.stop = True
+        await _cancel_all(run.in_flight)
         if on_interrupt is not None:
-            on_interrupt(result("interrupted"))
+            on_interrupt(run.result("interrupted", slo))
         raise
     finally:
         ticker.cancel()
         progress.finish()
         gc.unfreeze()
-    return result(stopped)
+    return run.result(stopped, slo)
 
 
 async def _cancel_all(tasks: set[asyncio.Task], wait_s: float = 5.0) -> None:

@@ -9,9 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
-from vazao.bench import server_facts
+from vazao.bench import h1, server_facts
 from vazao.bench.client import API_PATHS, Prompt, StreamClient, error_kind
 from vazao.bench.prompts import Sizing, TextMaker, sizing_from_usage
 from vazao.bench.records import RecordLog
@@ -70,14 +68,14 @@ def refusal(rec: RequestRecord, client: StreamClient) -> str | None:
     return f"a probe request to {url} failed: {rec.error}"
 
 
-async def _tokenize(session: aiohttp.ClientSession, root: str, model: str | None, headers: dict,
+async def _tokenize(pool: h1.Pool, root: str, model: str | None, headers: dict,
                     text: str, redirects: list) -> tuple[str, int] | None:
     attempts = [("/extras/tokenize", {"input": text}), ("/tokenize", {"content": text})]
     if model:
         attempts.append(("/tokenize", {"model": model, "prompt": text}))
     for path, body in attempts:
-        status, obj, _ = await server_facts.fetch(session, "POST", root + path, headers, json=body,
-                                                  timeout=aiohttp.ClientTimeout(total=10), redirects=redirects)
+        status, obj, _ = await server_facts.fetch(pool, "POST", root + path, headers, json=body,
+                                                  timeout_s=10.0, redirects=redirects)
         if status != 200:
             continue
         if isinstance(obj, dict):
@@ -91,7 +89,7 @@ async def _tokenize(session: aiohttp.ClientSession, root: str, model: str | None
 async def preflight(client: StreamClient, maker: TextMaker, log: RecordLog | None = None,
                     probe: bool = True) -> Preflight:
     t = client.target
-    facts = await server_facts.collect(client.session, t.base_url, t.root_url, client.headers)
+    facts = await server_facts.collect(client.pool, t.base_url, t.root_url, client.headers)
     model = t.model
     if model is None and facts.get("models"):
         model = facts["models"][0].get("id")
@@ -149,9 +147,9 @@ async def _probe(client: StreamClient, maker: TextMaker, log: RecordLog | None, 
             pre.sizing = sizing_from_usage((SHORT_WORDS, LONG_WORDS), (short.prompt_tokens, long.prompt_tokens),
                                            "server usage on two probe prompts")
     else:
-        a = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(SHORT_WORDS, "short"),
+        a = await _tokenize(client.pool, t.root_url, model, client.headers, maker.text(SHORT_WORDS, "short"),
                             redirects)
-        b = await _tokenize(client.session, t.root_url, model, client.headers, maker.text(LONG_WORDS, "long"),
+        b = await _tokenize(client.pool, t.root_url, model, client.headers, maker.text(LONG_WORDS, "long"),
                             redirects) if a else None
         if a and b:
             pre.sizing = sizing_from_usage((SHORT_WORDS, LONG_WORDS), (a[1], b[1]), f"server {a[0]}")

@@ -16,11 +16,14 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vazao import inputs
 from vazao.bench.client import Prompt
 from vazao.errors import VazaoError
+
+if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type
+    from vazao.workload.types import RequestSpec
 
 __all__ = ["WORDS", "Dataset", "PromptBuilder", "Sizing", "TextMaker"]
 
@@ -131,8 +134,8 @@ class PromptBuilder:
         self.sizing = sizing
         self.api = api
         self.dataset = dataset
-        self._prefixes: dict[Any, tuple[str, int]] = {}
-        self._conversations: dict[Any, _Conversation] = {}
+        self._prefixes: dict[tuple[str, int], tuple[str, int]] = {}
+        self._conversations: dict[str, _Conversation] = {}
 
     def _sized(self, tokens: int, key: str) -> tuple[str, int]:
         words = self.sizing.words_for(tokens)
@@ -140,27 +143,27 @@ class PromptBuilder:
         counted = self.maker.count(text)
         return text, counted if counted is not None else self.sizing.tokens_for(words)
 
-    def _prefix(self, prefix_id: Any, tokens: int) -> tuple[str, int]:
+    def _prefix(self, prefix_id: str, tokens: int) -> tuple[str, int]:
         key = (prefix_id, tokens)
         if key not in self._prefixes:
             self._prefixes[key] = self._sized(tokens, f"prefix:{prefix_id}")
         return self._prefixes[key]
 
-    def needs_text(self, spec: Any) -> bool:
+    def needs_text(self, spec: RequestSpec) -> bool:
         """Whether a later turn will resend this request's answer."""
-        return getattr(spec, "conversation_id", None) is not None
+        return spec.conversation_id is not None
 
-    def build(self, index: int, spec: Any) -> Prompt:
-        max_tokens = int(getattr(spec, "output_tokens", 0) or 16)
+    def build(self, index: int, spec: RequestSpec) -> Prompt:
+        max_tokens = int(spec.output_tokens or 16)
         if self.dataset is not None:
             return self._from_dataset(index, spec, max_tokens)
-        prefix_tokens = int(getattr(spec, "prefix_tokens", 0) or 0)
-        history_tokens = int(getattr(spec, "history_tokens", 0) or 0)
-        total = int(getattr(spec, "prompt_tokens", 0) or 1)
+        prefix_tokens = int(spec.prefix_tokens or 0)
+        history_tokens = int(spec.history_tokens or 0)
+        total = int(spec.prompt_tokens or 1)
         new_tokens = max(1, total - prefix_tokens - history_tokens - self.sizing.overhead)
         user, user_n = self._sized(new_tokens, f"req:{spec.request_id}")
         prefix, prefix_n = ("", 0)
-        if prefix_tokens and getattr(spec, "prefix_id", None) is not None:
+        if prefix_tokens and spec.prefix_id is not None:
             prefix, prefix_n = self._prefix(spec.prefix_id, prefix_tokens)
         conv = self._conversations.get(spec.conversation_id) if self.needs_text(spec) else None
         history = list(conv.messages) if conv else []
@@ -176,13 +179,13 @@ class PromptBuilder:
         text = "".join(f"{m['content']}\n\n" for m in history) + user
         return Prompt(max_tokens, text=text, tokens=expected, tokens_from=self._source())
 
-    def completed(self, spec: Any, prompt: Prompt, prompt_tokens: int, output_tokens: int,
+    def completed(self, spec: RequestSpec, prompt: Prompt, prompt_tokens: int, output_tokens: int,
                   answer: str | None) -> None:
         """Record a finished turn so the conversation's next turn carries it."""
         if not self.needs_text(spec):
             return
         if not answer:  # a failed turn: keep the history the size the workload planned
-            answer = self.maker.text(self.sizing.words_for(int(getattr(spec, "output_tokens", 1) or 1)),
+            answer = self.maker.text(self.sizing.words_for(int(spec.output_tokens or 1)),
                                      f"answer:{spec.request_id}")
         conv = self._conversations.setdefault(spec.conversation_id, _Conversation())
         user = prompt.messages[-1] if prompt.messages else {"role": "user", "content": prompt.text or ""}
@@ -196,7 +199,7 @@ class PromptBuilder:
     def _source(self) -> str:
         return "tokenizer" if self.maker.tokenizer is not None else f"estimate: {self.sizing.source}"
 
-    def _from_dataset(self, index: int, spec: Any, max_tokens: int) -> Prompt:
+    def _from_dataset(self, index: int, spec: RequestSpec, max_tokens: int) -> Prompt:
         row = self.dataset.row(index)
         out = int(row.get("output_tokens") or row.get("max_tokens") or max_tokens)
         if isinstance(row.get("messages"), list):

@@ -5,8 +5,9 @@ the client's.
 
 Nothing here stores the API key: only response headers are kept, and of those only the ones that
 identify the server. Redirects are never followed: the request carries the key and the `-H`
-headers, and a redirect may point at another host (aiohttp would drop Authorization there but
-send every custom header). A refused redirect is kept in `redirects` and reported in one line.
+headers, and a redirect may point at another host (an HTTP client that follows it would drop
+Authorization there at best, and send every custom header). A refused redirect is kept in
+`redirects` and reported in one line.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import asyncio
 import contextlib
 import re
 from typing import Any
-from urllib.parse import urljoin, urlsplit
-
-import aiohttp
+from urllib.parse import urlsplit
 
 from vazao import inputs
+from vazao.bench import control, h1
 from vazao.errors import VazaoError
 
 __all__ = ["collect", "fetch", "metrics_delta", "parse_prometheus", "redirect_note", "scrape_metrics"]
@@ -28,7 +28,7 @@ _KEEP_HEADERS = ("server", "x-powered-by", "via", "x-request-id", "openai-model"
                  "openai-processing-ms", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
 _METRIC_PREFIXES = ("vllm:", "sglang:", "llamacpp:", "tgi_", "fake:")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNaN]+)")
-_FETCH_TIMEOUT = aiohttp.ClientTimeout(total=5)
+_FETCH_TIMEOUT_S = 5.0
 MAX_BODY = 8 * 2**20  # /models, /props, /metrics, tokenize answers: far below this
 
 
@@ -61,32 +61,26 @@ def metrics_delta(before: dict[str, float] | None, after: dict[str, float] | Non
             if k.endswith(("_total", "_sum", "_count")) and after[k] != before.get(k, 0.0)}
 
 
-async def fetch(session: aiohttp.ClientSession, method: str, url: str, headers: dict, *, json: Any = None,
-                timeout: aiohttp.ClientTimeout = _FETCH_TIMEOUT,
+async def fetch(pool: h1.Pool, method: str, url: str, headers: dict, *, json: Any = None,
+                timeout_s: float = _FETCH_TIMEOUT_S,
                 redirects: list | None = None) -> tuple[int | None, Any, dict]:
     """(status, body, identifying headers) of one setup request, redirects not followed (a 3xx
     is appended to `redirects` as (url, location) and answers None). The body is parsed JSON
     when the server says JSON, else text; at most MAX_BODY bytes are read."""
     try:
-        async with session.request(method, url, headers=headers, json=json, timeout=timeout,
-                                   allow_redirects=False) as resp:
-            kept = {k.lower(): v for k, v in resp.headers.items() if k.lower() in _KEEP_HEADERS}
-            if 300 <= resp.status < 400:
-                if redirects is not None:
-                    redirects.append((url, urljoin(url, resp.headers.get("Location", ""))))
-                return resp.status, None, kept
-            if resp.status != 200:
-                return resp.status, None, kept
-            raw = bytearray()
-            async for part in resp.content.iter_chunked(2**16):
-                raw += part
-                if len(raw) > MAX_BODY:  # not what these endpoints answer: leave it
-                    return resp.status, None, kept
-            text = raw.decode("utf-8", "replace")
-            if "json" in resp.headers.get("Content-Type", "") or json is not None:
-                return resp.status, inputs.loads_json(text, url), kept
-            return resp.status, text, kept
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, VazaoError):
+        reply = await control.call(pool, method, url, headers, json=json, timeout_s=timeout_s, max_body=MAX_BODY)
+        kept = {k: v for k, v in reply.headers.items() if k in _KEEP_HEADERS}
+        if 300 <= reply.status < 400:
+            if redirects is not None:
+                redirects.append((url, reply.location or url))
+            return reply.status, None, kept
+        if reply.status != 200 or reply.body is None:  # over MAX_BODY: not what these endpoints answer
+            return reply.status, None, kept
+        text = reply.body.decode("utf-8", "replace")
+        if "json" in reply.headers.get("content-type", "") or json is not None:
+            return reply.status, inputs.loads_json(text, url), kept
+        return reply.status, text, kept
+    except (OSError, asyncio.TimeoutError, ValueError, VazaoError, h1.Abort):
         return None, None, {}
 
 
@@ -115,14 +109,14 @@ def _origin_of(url: str) -> str:
         return "?"
 
 
-async def _get(session: aiohttp.ClientSession, url: str, headers: dict,
+async def _get(pool: h1.Pool, url: str, headers: dict,
                redirects: list | None = None) -> tuple[int | None, Any, dict]:
-    return await fetch(session, "GET", url, headers, redirects=redirects)
+    return await fetch(pool, "GET", url, headers, redirects=redirects)
 
 
-async def scrape_metrics(session: aiohttp.ClientSession, root_url: str, headers: dict,
+async def scrape_metrics(pool: h1.Pool, root_url: str, headers: dict,
                          redirects: list | None = None) -> dict[str, float] | None:
-    status, body, _ = await _get(session, root_url + "/metrics", headers, redirects)
+    status, body, _ = await _get(pool, root_url + "/metrics", headers, redirects)
     if status != 200 or not isinstance(body, str):
         return None
     parsed = parse_prometheus(body)
@@ -136,13 +130,13 @@ def _summarize_models(body: Any) -> list[dict]:
     return [{k: m[k] for k in keep if k in m} for m in body["data"][:20] if isinstance(m, dict)]
 
 
-async def collect(session: aiohttp.ClientSession, base_url: str, root_url: str, headers: dict) -> dict:
+async def collect(pool: h1.Pool, base_url: str, root_url: str, headers: dict) -> dict:
     """Everything the server offers about itself; absent endpoints are simply left out."""
     redirects: list = []
-    models_task = _get(session, base_url.rstrip("/") + "/models", headers, redirects)
-    props_task = _get(session, root_url + "/props", headers, redirects)
-    version_task = _get(session, root_url + "/version", headers, redirects)
-    metrics_task = scrape_metrics(session, root_url, headers, redirects)
+    models_task = _get(pool, base_url.rstrip("/") + "/models", headers, redirects)
+    props_task = _get(pool, root_url + "/props", headers, redirects)
+    version_task = _get(pool, root_url + "/version", headers, redirects)
+    metrics_task = scrape_metrics(pool, root_url, headers, redirects)
     (m_status, m_body, m_headers), (p_status, p_body, _), (v_status, v_body, _), metrics = await asyncio.gather(
         models_task, props_task, version_task, metrics_task)
     facts: dict[str, Any] = {"models_status": m_status, "headers": m_headers}

@@ -298,14 +298,14 @@ async def _levels(cfg: BenchConfig, result: BenchResult, client: StreamClient, l
 
 
 async def _after(client: StreamClient, result: BenchResult) -> dict[str, Any]:
-    if client.session is None or result.preflight is None:
+    if client.pool is None or result.preflight is None:
         return {}
     before = result.preflight.facts.get("metrics_before")
     if not before:
         return {}
     try:
         after = await asyncio.wait_for(
-            server_facts.scrape_metrics(client.session, client.target.root_url, client.headers), 6)
+            server_facts.scrape_metrics(client.pool, client.target.root_url, client.headers), 6)
     except (asyncio.TimeoutError, asyncio.CancelledError):
         return {}
     delta = server_facts.metrics_delta(before, after)

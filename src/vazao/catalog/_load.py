@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from vazao.catalog._cache import cached_parse
 from vazao.errors import VazaoError
 
 # libyaml's loader where PyYAML was built with it: the same data (the catalogs are plain YAML, and a test
@@ -18,8 +19,12 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 @cache
 def load_yaml(name: str) -> Any:
-    """Parse one file of catalog/data once per process."""
+    """Parse one file of catalog/data once per process (and once per edit of it, see _cache)."""
     text = resources.files("vazao.catalog").joinpath("data", name).read_text(encoding="utf-8")
+    return cached_parse(name, text, parse_yaml)
+
+
+def parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 (a safe loader)
 
 

@@ -324,95 +324,114 @@ def _sliding_layers(md: Mapping[str, Any], arch: str, layers: int) -> int:
     return layers
 
 
+@dataclass(frozen=True)
+class _Keys:
+    """One header's metadata read under its architecture's prefix ('llama.block_count')."""
+
+    md: Mapping[str, Any]
+    arch: str
+    where: str
+
+    def num(self, key: str) -> int | None:
+        return _num(self.md, f"{self.arch}.{key}")
+
+    def need(self, key: str) -> int:
+        v = self.num(key)
+        if v is None:
+            raise VazaoError(f"{self.where}: GGUF metadata lacks '{self.arch}.{key}'")
+        if v < 1:
+            raise VazaoError(f"{self.where}: GGUF metadata '{self.arch}.{key}' must be at least 1, got {v}")
+        return v
+
+
+def _vocab(info: GGUFInfo, k: _Keys) -> int:
+    """The embedding table's rows, else the declared vocabulary size, else the tokenizer's length."""
+    embd = info.tensor("token_embd.weight")
+    tokens = k.md.get("tokenizer.ggml.tokens", ())
+    vocab = (
+        (embd[1] if embd and len(embd) >= 2 else None)
+        or k.num("vocab_size")
+        or (len(tokens) if isinstance(tokens, (tuple, GGUFArray)) else 0)
+    )
+    if not vocab:
+        raise VazaoError(f"{k.where}: no token_embd.weight tensor and no vocabulary in the GGUF metadata")
+    return int(vocab)
+
+
+def _mla_fields(k: _Keys, kv_lora: int, key_len: int | None) -> dict[str, int]:
+    """DeepSeek's multi-head latent attention, present when the header gives a KV LoRA rank."""
+    rope_dim = k.num("rope.dimension_count") or 0
+    if not kv_lora:
+        return {}
+    v_len = k.num("attention.value_length_mla") or k.num("attention.value_length") or 0
+    return {
+        "kv_lora_rank": kv_lora,
+        "q_lora_rank": k.num("attention.q_lora_rank") or 0,
+        "qk_rope_head_dim": rope_dim,
+        "qk_nope_head_dim": (key_len or 0) - rope_dim,
+        "v_head_dim": v_len,
+    }
+
+
+def _moe_fields(k: _Keys, experts: int, ffn: int) -> dict[str, int]:
+    if not experts:
+        return {}
+    return {
+        "num_experts": experts,
+        "experts_per_token": k.num("expert_used_count") or 1,
+        "num_shared_experts": k.num("expert_shared_count") or 0,
+        "moe_intermediate_size": k.num("expert_feed_forward_length") or ffn,
+        "first_dense_layers": k.num("leading_dense_block_count") or 0,
+    }
+
+
+def _window(k: _Keys, layers: int, context: int) -> tuple[int, int]:
+    """(sliding window, layers using it); a window as long as the context is no window."""
+    window = k.num("attention.sliding_window") or 0
+    if window and context and window >= context:
+        window = 0
+    window_layers = _sliding_layers(k.md, k.arch, layers) if window else 0
+    return (window if window_layers else 0), window_layers
+
+
+def _tensor_flags(names: set[str]) -> dict[str, bool]:
+    """What the tensor names say: a separate output head, a gated MLP, biases on q/k/v."""
+    has_gate = any(".ffn_gate" in n for n in names)
+    has_up = any(".ffn_up" in n for n in names)
+    return {
+        "tie_word_embeddings": "output.weight" not in names,
+        "gated_mlp": has_gate or not has_up,
+        "qkv_bias": "blk.0.attn_q.bias" in names or "blk.0.attn_qkv.bias" in names,
+    }
+
+
 def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | None = None) -> ModelArch:
     """The architecture a GGUF header describes ({arch}.block_count, .embedding_length, …)."""
     md, arch = info.metadata, info.architecture
     where = inputs._show(path) if path else "GGUF"
     if not arch:
         raise VazaoError(f"{where}: GGUF metadata lacks 'general.architecture'")
-
-    def need(key: str) -> int:
-        v = _num(md, f"{arch}.{key}")
-        if v is None:
-            raise VazaoError(f"{where}: GGUF metadata lacks '{arch}.{key}'")
-        if v < 1:
-            raise VazaoError(f"{where}: GGUF metadata '{arch}.{key}' must be at least 1, got {v}")
-        return v
-
-    layers = need("block_count")
-    hidden = need("embedding_length")
-    heads = need("attention.head_count")
-    kv_heads = _num(md, f"{arch}.attention.head_count_kv") or heads
-    context = _num(md, f"{arch}.context_length") or 0
-
-    names = {t[0] for t in info.tensors}
-    embd = info.tensor("token_embd.weight")
-    tokens = md.get("tokenizer.ggml.tokens", ())
-    vocab = (
-        (embd[1] if embd and len(embd) >= 2 else None)
-        or _num(md, f"{arch}.vocab_size")
-        or (len(tokens) if isinstance(tokens, (tuple, GGUFArray)) else 0)
-    )
-    if not vocab:
-        raise VazaoError(f"{where}: no token_embd.weight tensor and no vocabulary in the GGUF metadata")
-
-    kv_lora = _num(md, f"{arch}.attention.kv_lora_rank") or 0
-    key_len = _num(md, f"{arch}.attention.key_length_mla") or _num(md, f"{arch}.attention.key_length")
-    rope_dim = _num(md, f"{arch}.rope.dimension_count") or 0
-    if kv_lora:
-        v_len = (_num(md, f"{arch}.attention.value_length_mla")
-                 or _num(md, f"{arch}.attention.value_length") or 0)
-        mla = {
-            "kv_lora_rank": kv_lora,
-            "q_lora_rank": _num(md, f"{arch}.attention.q_lora_rank") or 0,
-            "qk_rope_head_dim": rope_dim,
-            "qk_nope_head_dim": (key_len or 0) - rope_dim,
-            "v_head_dim": v_len,
-        }
-    else:
-        mla = {}
-    head_dim = key_len or hidden // heads
-
-    experts = _num(md, f"{arch}.expert_count") or 0
-    ffn = _num(md, f"{arch}.feed_forward_length") or 0
-    moe = {}
-    if experts:
-        moe = {
-            "num_experts": experts,
-            "experts_per_token": _num(md, f"{arch}.expert_used_count") or 1,
-            "num_shared_experts": _num(md, f"{arch}.expert_shared_count") or 0,
-            "moe_intermediate_size": _num(md, f"{arch}.expert_feed_forward_length") or ffn,
-            "first_dense_layers": _num(md, f"{arch}.leading_dense_block_count") or 0,
-        }
-
-    window = _num(md, f"{arch}.attention.sliding_window") or 0
-    if window and context and window >= context:
-        window = 0
-    window_layers = _sliding_layers(md, arch, layers) if window else 0
-
-    has_gate = any(".ffn_gate" in n for n in names)
-    has_up = any(".ffn_up" in n for n in names)
+    k = _Keys(md, arch, where)
+    # read in this order, so a header with several faults always reports the same one first
+    layers, hidden, heads = k.need("block_count"), k.need("embedding_length"), k.need("attention.head_count")
+    kv_heads = k.num("attention.head_count_kv") or heads
+    context = k.num("context_length") or 0
+    vocab = _vocab(info, k)
+    kv_lora = k.num("attention.kv_lora_rank") or 0
+    key_len = k.num("attention.key_length_mla") or k.num("attention.key_length")
+    mla = _mla_fields(k, kv_lora, key_len)
+    experts = k.num("expert_count") or 0
+    ffn = k.num("feed_forward_length") or 0
+    moe = _moe_fields(k, experts, ffn)
+    window, window_layers = _window(k, layers, context)
     label = (name or str(md.get("general.name") or (Path(path).stem if path else arch)))[:MAX_NAME]
     try:
         return ModelArch(
-            name=label,
-            num_layers=layers,
-            hidden_size=hidden,
-            num_heads=heads,
-            num_kv_heads=kv_heads,
-            head_dim=head_dim,
-            intermediate_size=ffn,
-            vocab_size=int(vocab),
-            max_context=context,
-            tie_word_embeddings="output.weight" not in names,
-            gated_mlp=has_gate or not has_up,
-            qkv_bias="blk.0.attn_q.bias" in names or "blk.0.attn_qkv.bias" in names,
-            sliding_window=window if window_layers else 0,
-            sliding_window_layers=window_layers,
-            family=arch,
+            name=label, num_layers=layers, hidden_size=hidden, num_heads=heads, num_kv_heads=kv_heads,
+            head_dim=key_len or hidden // heads, intermediate_size=ffn, vocab_size=vocab, max_context=context,
+            sliding_window=window, sliding_window_layers=window_layers, family=arch,
             source=f"GGUF header of {Path(path).name}" if path else "GGUF header",
-            **moe,
-            **mla,
+            **_tensor_flags({t[0] for t in info.tensors}), **moe, **mla,
         )
     except ValueError as exc:
         raise VazaoError(f"{where}: {exc}") from None

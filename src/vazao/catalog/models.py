@@ -13,15 +13,15 @@ from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from vazao import inputs
-from vazao.catalog import arch as A
 from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.catalog.arch import ModelArch
 from vazao.errors import NotFoundError, VazaoError
+
+if TYPE_CHECKING:  # built on first use of a config.json (catalog/hf_schema.py)
+    from vazao.catalog.hf_schema import HFConfig
 
 MAX_NAME = 256  # a catalog name or alias; longer text is only ever a path
 MAX_PATH = 4096  # Linux's PATH_MAX
@@ -119,69 +119,6 @@ def get_model(name: str) -> ModelArch:
 
 
 # ---- Hugging Face config.json -----------------------------------------------------------------
-def _no_bool(v: Any) -> Any:
-    if isinstance(v, bool):
-        raise ValueError("must be a whole number, not true/false")
-    return v
-
-
-def _count(lo: int, hi: int) -> Any:
-    """A whole number in [lo, hi] (true/false refused: JSON booleans are not counts)."""
-    return Annotated[int, BeforeValidator(_no_bool), Field(ge=lo, le=hi)]
-
-
-_Layers = _count(1, A.MAX_LAYERS)
-_Heads = _count(1, A.MAX_HEADS)
-_Width = _count(1, A.MAX_INTERMEDIATE)
-_Rank = _count(0, A.MAX_RANK)
-_Experts = _count(0, A.MAX_EXPERTS)
-_Window = _count(0, A.MAX_CONTEXT)
-
-
-class _HFConfig(BaseModel):
-    """The keys of a config.json that decide memory and FLOPs; the rest is ignored. Counts are
-    bounded by the sane maxima of catalog/arch.py, so no file can ask for 10^400 parameters."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    model_type: str = Field("", max_length=200)
-    name_or_path: str = Field("", alias="_name_or_path", max_length=4096)
-    hidden_size: _count(1, A.MAX_HIDDEN)
-    num_hidden_layers: _Layers
-    num_attention_heads: _Heads
-    num_key_value_heads: _Heads | None = None
-    head_dim: _count(1, A.MAX_HEAD_DIM) | None = None
-    intermediate_size: _Width
-    vocab_size: _count(1, A.MAX_VOCAB)
-    max_position_embeddings: _count(1, A.MAX_CONTEXT)
-    tie_word_embeddings: bool | None = None
-    attention_bias: bool | None = None
-    # mixture of experts
-    num_local_experts: _Experts | None = None  # Mixtral, gpt-oss
-    n_routed_experts: _Experts | None = None  # DeepSeek
-    num_experts: _Experts | None = None  # Qwen-MoE
-    num_experts_per_tok: _Experts | None = None
-    experts_per_token: _Experts | None = None  # gpt-oss
-    n_shared_experts: _Experts | None = None
-    shared_expert_intermediate_size: _count(0, A.MAX_INTERMEDIATE) | None = None  # Qwen2-MoE: one wide expert
-    moe_intermediate_size: _Width | None = None
-    first_k_dense_replace: _count(0, A.MAX_LAYERS) | None = None
-    # multi-head latent attention
-    kv_lora_rank: _Rank | None = None
-    q_lora_rank: _Rank | None = None
-    qk_rope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
-    qk_nope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
-    v_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
-    # sliding window
-    sliding_window: _Window | None = None
-    use_sliding_window: bool | None = None
-    max_window_layers: _count(0, A.MAX_LAYERS) | None = None
-    layer_types: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=A.MAX_LAYERS)
-    sliding_window_pattern: _count(1, A.MAX_LAYERS) | None = None
-    sliding_window_pattern_private: _count(1, A.MAX_LAYERS) | None = Field(None, alias="_sliding_window_pattern")
-    quantization_config: dict[str, Any] | None = None
-
-
 # Keys some config.json files leave out because transformers' config class supplies them
 # (Gemma 3 4B+ text_config lists only what differs from Gemma3TextConfig).
 _GEMMA3_TEXT = MappingProxyType({
@@ -214,37 +151,19 @@ def _language_model(config: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     return dict(config), "config.json"
 
 
-def _validate(config: Mapping[str, Any], origin: str = "config.json") -> tuple[_HFConfig, str]:
+def _validate(config: Mapping[str, Any], origin: str = "config.json") -> tuple[HFConfig, str]:
     if not isinstance(config, Mapping):
         raise VazaoError(f"{origin}: expected a JSON object, got {type(config).__name__}")
     lm, where = _language_model(config)
     where = where.replace("config.json", origin, 1)
     defaults = _TYPE_DEFAULTS.get(str(lm.get("model_type", "")), {})
     lm = {**defaults, **lm}
-    try:
-        return _HFConfig.model_validate(lm), where
-    except ValidationError as exc:
-        missing = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing"]
-        if missing:
-            names = ", ".join(f"'{m}'" for m in missing)
-            raise VazaoError(f"{where}: missing field{'s' if len(missing) > 1 else ''} {names}") from None
-        raise VazaoError(f"{where}: {_field_error(exc.errors()[0])}") from None
+    from vazao.catalog.hf_schema import validate
+
+    return validate(lm, where), where
 
 
-def _field_error(err: Mapping[str, Any]) -> str:
-    """One pydantic error as 'num_attention_heads must be at least 1, got 0'."""
-    loc = ".".join(str(p) for p in err["loc"])
-    got = repr(err.get("input"))
-    got = got if len(got) <= 40 else f"{got[:20]}… ({len(got)} characters)"
-    ctx = err.get("ctx") or {}
-    if err["type"] == "greater_than_equal":
-        return f"{loc} must be at least {ctx.get('ge')}, got {got}"
-    if err["type"] == "less_than_equal":
-        return f"{loc} must be at most {ctx.get('le'):,}, got {got}"
-    return f"field '{loc}': {err['msg'].removeprefix('Value error, ')} (got {got})"
-
-
-def _sliding(c: _HFConfig, layers: int) -> tuple[int, int]:
+def _sliding(c: HFConfig, layers: int) -> tuple[int, int]:
     """(window, layers that use it) as the config describes them."""
     window = c.sliding_window or 0
     if window <= 0 or c.use_sliding_window is False or window >= c.max_position_embeddings:

@@ -23,9 +23,9 @@ from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
 from vazao.units import parse_duration
 
 if TYPE_CHECKING:
-    from vazao.bench.records import LogContents
+    from vazao.bench.runs import Column
     from vazao.bench.session import BenchConfig, BenchResult
-    from vazao.results import SLO, RunSummary
+    from vazao.results import SLO
 
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
 MAX_DURATION_S = 30 * 86400.0  # a month: longer is a typo, and asyncio's timers overflow far above it
@@ -346,118 +346,33 @@ def _exit_code(result: BenchResult) -> int:
 
 
 def _print_result(result: BenchResult, out_path: Path | None) -> None:
-    from vazao.bench.render import summary_lines, summary_table, sweep_table
+    from vazao.report.bench_console import result_view
 
-    cfg = result.config
-    pre = result.preflight
-    model = pre.model if pre else cfg.target.model
-    head = cfg.target.safe_url + (f"  model {model}" if model else "")
-    if result.workload is not None:
-        head += f"  workload {result.workload.name}: {result.workload.describe()}"
-    _say(head)
-    if result.sweep:
-        slo = cfg.slo
-        console.print(sweep_table([(lv.level, lv.summary, slo.met_by(lv.summary) if slo else None)
-                                   for lv in result.levels]))
-        if result.search:
-            best = result.best
-            _say(f"highest {result.search} meeting the SLO: "
-                 f"{best.level[result.search] if best else 'none of the levels tried'}")
-    if result.summary is not None:
-        title = "measured" if not result.sweep else (
-            f"best level ({result.best.level})" if result.best else f"last level ({result.levels[-1].level})")
-        console.print(summary_table(result.summary, title))
-        for line in summary_lines(result.summary):
-            _say(line)
-    data = result.to_json()
-    client = data["client"]
-    if client:
-        per = f", {client['us_per_chunk']:.0f} µs per chunk" if client.get("us_per_chunk") else ""
-        _say(f"client CPU: {client['share_of_core']:.0%} of a core (peak {client['peak_share_of_core']:.0%}){per}")
-    srcs = data["tokens"]
-    _say(f"token counts from: output {_fmt_counts(srcs['output'])}; prompt {_fmt_counts(srcs['prompt'])}")
-    srv = data["server"]
-    if srv.get("engine") or srv.get("server_vs_client"):
-        line = f"server: {srv.get('engine') or 'unknown engine'}"
-        for name, v in (srv.get("server_vs_client") or {}).items():
-            line += f"; {name}: server {v['server']:,.0f} vs client {v['client']:,}"
-        _say(line)
-    for w in result.warnings:
-        _say(w, markup="[yellow]warning:[/] ")
-    _say(f"records: {cfg.records_path}" + (f"; result: {out_path}" if out_path else ""))
+    _show(result_view(result, out_path))
 
 
-def _fmt_counts(c: dict[str, int]) -> str:
-    return ", ".join(f"{k} ({v})" for k, v in c.items()) or "-"
+def _show(items: list) -> None:
+    """Tables as they are; lines through _say (masked, never read as markup)."""
+    from rich.table import Table
+
+    for item in items:
+        if isinstance(item, Table):
+            console.print(item)
+        else:
+            markup, text = item
+            _say(text, markup=markup)
 
 
 # ---- summarize ---------------------------------------------------------------------------------
 
 
-def log_summary(path: Path, slo: SLO | None, run: str | None = None) -> dict[str, Any]:
-    from vazao.bench.records import read_log
-
-    return _log_summary(read_log(path, run), path, slo)
-
-
-def _log_summary(log: LogContents, path: Path, slo: SLO | None) -> dict[str, Any]:
-    from vazao.bench.client import error_kind
-    from vazao.bench.session import DEFINITIONS
-    from vazao.results import summarize
-
-    if not log.records:
-        what = "warm-up requests only" if log.warmup else "no request records"
-        raise VazaoError(f"{path} (run {log.run_id}) holds {what}: nothing to summarize "
-                         "(the run ended before any measured request finished)")
-    levels = {int(p.get("index", i)): {k: v for k, v in p.items() if k in ("concurrency", "rate")}
-              for i, p in enumerate(log.points)}
-    points = []
-    if len(log.by_point) > 1 or log.points:
-        for idx in sorted(log.by_point):
-            recs = log.by_point[idx]
-            points.append({**levels.get(idx, {}), "summary": summarize(recs, slo)})
-    summary = points[-1]["summary"] if points else summarize(log.records, slo)
-    errors: dict[str, int] = {}
-    for r in log.records:
-        if r.error:
-            k = error_kind(r.error)
-            errors[k] = errors.get(k, 0) + 1
-    out: dict[str, Any] = {"summary": summary, "errors": errors, "records": len(log.records),
-                           "warmup_excluded": len(log.warmup), "malformed_lines": log.malformed,
-                           "complete": bool(log.notes.get("end")),
-                           "run": {"run_id": log.run_id,
-                                   **{k: log.meta.get(k) for k in ("url", "api", "workload", "started")
-                                      if k in log.meta}},
-                           "definitions": DEFINITIONS}
-    if points:
-        out["points"] = points
-    return out
-
-
 def _show_log(data: dict[str, Any], path: Path, slo: SLO | None, json_out: bool) -> None:
-    from vazao.bench.render import summary_lines, summary_table, sweep_table
+    from vazao.report.bench_console import log_view
 
     if json_out:
         emit_json(data)
         return
-    if data.get("points"):
-        console.print(sweep_table([(p, p["summary"], slo.met_by(p["summary"]) if slo else None)
-                                   for p in data["points"]]))
-    s: RunSummary = data["summary"]
-    console.print(summary_table(s, f"{path}"))
-    for line in summary_lines(s):
-        _say(line)
-    if data["errors"]:
-        _say("errors: " + ", ".join(f"{k} ×{v}" for k, v in data["errors"].items()))
-    notes = []
-    if data["warmup_excluded"]:
-        notes.append(f"{data['warmup_excluded']} warm-up requests excluded")
-    if data["malformed_lines"]:
-        notes.append(f"{data['malformed_lines']} unreadable lines skipped (a run cut short mid-line)")
-    if not data["complete"]:
-        notes.append("the run did not finish (no end line): this summary covers what was recorded")
-    for n in notes:
-        _say(n)
+    _show(log_view(data, path, slo))
 
 
 RUN_HELP = "The run to read, by its run id, when a records file holds several."
@@ -471,76 +386,19 @@ def summarize_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Rebuild the summary from a run's records file (e.g. after Ctrl-C or a crash)."""
+    from vazao.bench import runs as runs_mod
     from vazao.results import SLO
 
     try:
         limits = SLO.parse(slo) if slo else None
         inputs.input_file(records, "records file", allow_special=True)
-        data = log_summary(records, limits, run)
+        data = runs_mod.log_summary(records, limits, run)
     except VazaoError as exc:
         fail(str(exc))
     _show_log(data, records, limits, json_out)
 
 
 # ---- compare -----------------------------------------------------------------------------------
-
-
-def _load_summaries(path: Path, slo: SLO | None, wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
-    """(name, summary, data) for each run a file holds: a vazao result JSON, the run(s) of a records
-    JSONL (its only run, else each of `wanted`, named file#run), a guidellm benchmarks.json (one per
-    benchmark, named file#strategy) or a `vllm bench serve` result. The kind is read from the content."""
-    from vazao.bench import foreign
-    from vazao.bench.records import read_runs
-    from vazao.results import RunSummary
-
-    inputs.input_file(path, "bench result", allow_special=True)
-    if path.suffix == ".jsonl":  # streamed: a records file can be far larger than a result
-        return _records_runs(read_runs(path), path, slo, wanted)
-    docs = foreign.read_documents(path)
-    first = docs[0]
-    if len(docs) > 1 and isinstance(first, dict) and first.get("kind") == "meta":  # records, named .json
-        return _records_runs(read_runs(path), path, slo, wanted)
-    if len(docs) == 1 and isinstance(first, dict) and isinstance(first.get("summary"), dict):
-        try:
-            return [(path.name, RunSummary.from_json(first["summary"]), first)]
-        except (TypeError, KeyError, ValueError):
-            what = _looks_like(first)
-            if what in ("a vazao bench run result", "a vazao simulation result"):
-                raise VazaoError(f"{path}: its summary is not a vazao bench summary") from None
-            raise VazaoError(f"{path}: this file is {what}; expected {foreign.EXPECTED}") from None
-    if len(docs) == 1 and foreign.kind_of(first) is None:
-        raise VazaoError(f"{path}: this file is {_looks_like(first)}; expected {foreign.EXPECTED}")
-    return [(f"{path.name}#{r.label}" if r.label else path.name, r.summary,
-             {"foreign": True, "tool": r.tool, "level": dict(r.level), "notes": list(r.notes)})
-            for r in foreign.runs_of(docs, str(path))]
-
-
-def _looks_like(data: Any) -> str:
-    """What a JSON document is: a vazao result of another kind (plan, validation …) or its shape."""
-    from vazao.bench.foreign import describe
-    from vazao.report.adapters import kind_of
-
-    kind = kind_of(data)
-    if kind in ("unknown", "error"):
-        return describe(data) if kind == "unknown" else "a vazao error result"
-    return f"a vazao {kind} result"
-
-
-def _records_runs(runs: dict[str, LogContents], path: Path, slo: SLO | None,
-                  wanted: list[str]) -> list[tuple[str, RunSummary, dict]]:
-    if len(runs) == 1:
-        (log,) = runs.values()
-        return [(path.name, *_summary_of(log, path, slo))]
-    picked = [r for r in wanted if r in runs]
-    if not picked:
-        raise VazaoError(f"{path} holds {len(runs)} runs ({', '.join(list(runs)[:8])}); "
-                         "pick with --run ID (repeatable)")
-    return [(f"{path.name}#{r}", *_summary_of(runs[r], path, slo)) for r in picked]
-
-
-def _summary_of(log: LogContents, path: Path, slo: SLO | None) -> tuple[RunSummary, dict]:
-    data = _log_summary(log, path, slo)
-    return data["summary"], data
 
 
 @app.command("compare")
@@ -561,59 +419,39 @@ def compare_cmd(
     """Measured runs side by side, or measured against predicted on the same workload. Reads vazao's
     results and records, guidellm's benchmarks.json (a column per benchmark) and the result JSON of
     `vllm bench serve --save-result`; what a file does not give shows as "-"."""
-    from vazao.bench.render import compare_table
+    from vazao.bench.runs import compare, load_columns, simulate_like
+    from vazao.report.bench_console import compare_table
     from vazao.results import SLO
 
     try:
         limits = SLO.parse(slo) if slo else None
-        cols: list[tuple[str, RunSummary, dict]] = []
+        cols: list[Column] = []
         for p in runs:
-            cols.extend(_load_summaries(p, limits, list(run or [])))
+            cols.extend(load_columns(p, limits, list(run or [])))
         if simulate:
-            name, predicted = _simulate_like(cols[0][2], gpu=gpu, model=model, engine=engine, fmt=fmt,
-                                             count=count, slo=limits)
-            cols.append((name, predicted, {"tool": "vazao simulate"}))
+            if not gpu or not model:
+                raise VazaoError("--simulate needs --gpu and --model (the deployment to predict for)")
+            cols.append(simulate_like(cols[0].data, gpu=gpu, model=model, engine=engine, fmt=fmt,
+                                      count=count, slo=limits))
     except VazaoError as exc:
         fail(str(exc))
     if json_out:
-        emit_json({"runs": [{"name": n, "tool": d.get("tool", "vazao"), "summary": s,
-                             **({"level": d["level"], "notes": d["notes"]} if d.get("foreign") else {})}
-                            for n, s, d in cols]})
+        emit_json({"runs": [{"name": c.name, "tool": c.data.get("tool", "vazao"), "summary": c.summary,
+                             **({"level": c.data["level"], "notes": c.data["notes"]} if c.data.get("foreign")
+                                else {})}
+                            for c in cols]})
         return
-    console.print(compare_table([n for n, _, _ in cols], [s for _, s, _ in cols]))
+    console.print(compare_table(compare(cols)))
     for line in _source_notes(cols):
         _say(line)
 
 
-def _source_notes(cols: list[tuple[str, RunSummary, dict]]) -> list[str]:
+def _source_notes(cols: list[Column]) -> list[str]:
     """One line per other tool's file: which tool wrote the columns, and how its numbers differ."""
     lines: dict[str, str] = {}
-    for name, _, d in cols:
+    for c in cols:
+        name, d = c.name, c.data
         if d.get("foreign"):
             file = name.split("#", 1)[0]
             lines.setdefault(file, f"{file}: {d['tool']}; " + "; ".join(d["notes"]))
     return list(lines.values())
-
-
-def _simulate_like(data: dict, *, gpu: str | None, model: str | None, engine: str | None,
-                   fmt: str | None, count: int = 1, slo: SLO | None = None) -> tuple[str, RunSummary]:
-    """The simulator's RunSummary for the workload and load level a bench result ran."""
-    if not gpu or not model:
-        raise VazaoError("--simulate needs --gpu and --model (the deployment to predict for)")
-    from vazao.scenario import deployment_for
-    from vazao.sim.config import SimConfig
-    from vazao.sim.run import simulate
-    from vazao.workload import load_workload
-
-    run = data.get("run") or {}
-    spec = run.get("workload_spec") or run.get("workload")
-    if not spec:
-        raise VazaoError("the result does not name its workload (compare a `vazao bench -o` JSON result)")
-    level = {k: run[k] for k in ("concurrency", "rate") if run.get(k) is not None}
-    if data.get("points"):  # a sweep: its summary is the last level's
-        level = {k: v for k, v in data["points"][-1].items() if k in ("concurrency", "rate")}
-    w = load_workload(spec, requests=run.get("requests"), seed=run.get("seed"), duration_s=run.get("duration_s"),
-                      **level)
-    dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
-    result = simulate(dep, w, SimConfig.from_engine(dep.engine), slo)
-    return f"simulated {dep.label()}", result.summary

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -256,13 +255,16 @@ def bill_usage_cmd(
     """Bill a log of real requests, each line at its own model's price; malformed lines are counted
     and reported, the rest billed."""
     from vazao.catalog.prices import get_price
-    from vazao.cost.usage import bill_usage
+    from vazao.cost.usage import UnpricedModelError, bill_usage
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
 
     extra = _extra(prices_file)
     table = get_price(price, extra) if price else None
-    ub = bill_usage(log, table, batch, cache, extra)
+    try:
+        ub = bill_usage(log, table, batch, cache, extra)
+    except UnpricedModelError as exc:  # the library names its argument; here the flag that sets it
+        raise VazaoError(str(exc).replace("give a fallback price (table)", "pass --price")) from None
     if json_out:
         emit_json(ub.to_json())
         return
@@ -283,78 +285,20 @@ app.add_typer(cost_app, name="cost")
 
 
 def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | None):
-    """(mean input, mean output, mean cached prefix, Workload, plan or None) of a workload file, or a
-    fixed-length workload built from --input/--output (what the simulator needs)."""
-    from vazao.workload import load_workload, workload_from_dict
+    """(RequestShape, Workload, plan or None) of a workload file, or a fixed-length workload built
+    from --input/--output (what the simulator needs)."""
+    from vazao.cost.policy import RequestShape, fixed_workload, mean_shape
+    from vazao.workload import load_workload
 
     if workload is not None:
         w = load_workload(workload)
         plan = w.plan()
-        if not plan:
-            raise VazaoError(f"workload {workload} plans no requests")
-        return (round(statistics.fmean(r.prompt_tokens for r in plan)),
-                round(statistics.fmean(r.output_tokens for r in plan)),
-                round(statistics.fmean(r.prefix_tokens for r in plan)), w, plan)
+        return mean_shape(plan, workload), w, plan
     if input_tokens is None or output_tokens is None:
         raise VazaoError("give --workload, or both --input and --output tokens per request")
     _tokens("--input", input_tokens, minimum=1)
     _tokens("--output", output_tokens, minimum=1)
-    w = workload_from_dict({"arrival": {"kind": "concurrency", "concurrency": 1}, "prompt": input_tokens,
-                            "output": output_tokens, "requests": 200},
-                           name=f"fixed {input_tokens} in / {output_tokens} out")
-    return input_tokens, output_tokens, 0, w, None
-
-
-def _deployment(model: str, gpu: str, count: int, fmt: str | None, engine: str):
-    from vazao.scenario import deployment_for
-
-    return deployment_for(model, gpu, fmt, count=count, engine=engine)
-
-
-def _cost(dep, usd_per_hour: str | None, util: str, tp):
-    from vazao.cost.selfhost import gpu_rate, selfhost_cost
-
-    rate, rate_src = gpu_rate(dep.accelerator, usd_per_hour)
-    return selfhost_cost(dep.label(), dep.count, rate, rate_src, tp, util)
-
-
-def _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, slo) -> int:
-    """The GPU count (1, 2, 4, 8) with the lowest $/request on the analytic model."""
-    from vazao.cost.breakeven import choose_count
-    from vazao.cost.selfhost import analytic_throughput
-
-    _deployment(model, gpu, 1, fmt, engine)  # an unknown model, GPU or format fails here, not as "no fit"
-
-    def build(n: int):
-        try:
-            dep = _deployment(model, gpu, n, fmt, engine)
-            c = _cost(dep, usd_per_hour, util, analytic_throughput(dep, inp, out, slo, cached))
-        except VazaoError:
-            return None
-        return c if c.usd_per_request is not None else None
-
-    return choose_count(build).gpus
-
-
-def _selfhost(model, gpu, count, fmt, engine, usd_per_hour, util, w, inp, out, cached, slo,
-              measured: Path | None, analytic: bool):
-    """Self-hosted cost; throughput from a measured run, else the simulator, else the analytic model."""
-    from vazao.budget import read_run
-    from vazao.cost.selfhost import analytic_throughput, simulated_throughput, throughput_from_summary
-
-    if count is None:
-        if measured is not None:
-            raise VazaoError("with --measured, say how many GPUs served the run (--count)")
-        count = _pick_count(model, gpu, fmt, engine, usd_per_hour, util, inp, out, cached, slo)
-    dep = _deployment(model, gpu, count, fmt, engine)
-    tp = None
-    if measured is not None:
-        tp = throughput_from_summary(read_run(measured), "measured", f"run {measured}")
-    elif not analytic:
-        tp = simulated_throughput(dep, w, slo)
-    if tp is None:
-        tp = analytic_throughput(dep, inp, out, slo, cached)
-    return _cost(dep, usd_per_hour, util, tp)
+    return RequestShape(input_tokens, output_tokens), fixed_workload(input_tokens, output_tokens), None
 
 
 def _slo(text: str | None):
@@ -367,17 +311,6 @@ def _slo(text: str | None):
     s = SLO.parse(text or DEFAULT_SLO)
     limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in s.limits.items())
     return s, f"SLO: {limits}" + (" (the default; --slo to change, --slo none for none)" if text is None else "")
-
-
-def _monthly_at(row, rps: float, api_per_request) -> dict:
-    """Self-hosted and API bills per month at `rps` requests/s for one break-even row."""
-    from vazao.cost.selfhost import at_traffic
-
-    c = at_traffic(row.selfhost, rps)
-    api = float(api_per_request) * rps * 730 * 3600
-    own = float(c.usd_per_hour) * 730
-    return {"deployment": c.deployment, "gpus": c.gpus, "selfhost_usd_per_month": round(own, 2),
-            "api_usd_per_month": round(api, 2), "cheaper": "self-hosted" if own < api else "api"}
 
 
 def _traffic(text: str | None, utilisation: str):
@@ -406,24 +339,31 @@ def cost_selfhost_cmd(
     json_out: bool = JSON,
 ) -> None:
     """$/Mtok of a self-hosted deployment at the throughput that meets the SLO."""
-    from vazao.cost.selfhost import at_traffic, gpu_rate, parse_utilisation
+    from vazao.budget import read_run
+    from vazao.cost.policy import SelfHostQuery, selfhost_for
+    from vazao.cost.selfhost import at_traffic, given_rate, parse_utilisation
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
 
-    utilisation = parse_utilisation(utilisation)
+    utilisation = parse_utilisation(utilisation, "--utilisation")
     if usd_per_hour is not None:
-        gpu_rate(None, usd_per_hour)  # a bad figure fails here, not as "no GPU count serves"
+        given_rate(usd_per_hour, "--usd-per-hour")  # a bad figure fails before the request shape is read
     if measured is not None and workload is None and (input_tokens is None or output_tokens is None):
-        inp = out = cached = None  # the run brings its own throughput; no request shape needed
-        w = None
+        shape, w = None, None  # the run brings its own throughput; no request shape needed
     else:
-        inp, out, cached, w, _plan = _shape(workload, input_tokens, output_tokens)
+        shape, w, _plan = _shape(workload, input_tokens, output_tokens)
     s, slo_note = _slo(slo)
     rps = _traffic(traffic, utilisation)
-    c = _selfhost(model, gpu, count, fmt, engine, usd_per_hour, utilisation, w, inp, out, cached, s, measured,
-                  analytic)
+    if measured is not None and count is None:
+        raise VazaoError("with --measured, say how many GPUs served the run (--count)")
+    run = read_run(measured) if measured is not None else None
+    c = selfhost_for(SelfHostQuery(model, gpu, shape, w, count=count, fmt=fmt, engine=engine,
+                                   usd_per_hour=usd_per_hour, utilisation=utilisation, slo=s, measured=run,
+                                   measured_detail=f"run {measured}", analytic=analytic))
     if rps is not None:
         c = at_traffic(c, rps)
+    inp = shape.input_tokens if shape else None
+    out = shape.output_tokens if shape else None
     if json_out:
         emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
                    "slo_is_default": slo is None, "traffic_requests_per_s": rps, **c.to_json()})
@@ -445,10 +385,8 @@ def cost_breakeven_cmd(
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type; with --traffic, each side's
     monthly bill at that load. --plot draws $/Mtok against traffic with the API's line."""
-    from vazao.catalog.local import resolve_accelerator
     from vazao.catalog.prices import usd_str
-    from vazao.cost.breakeven import bill_workload, break_even, ranked_break_evens
-    from vazao.cost.ledger import TokenLedger, bill_requests
+    from vazao.cost.policy import SelfHostQuery, api_usd_per_request, break_evens, monthly_at
     from vazao.cost.selfhost import parse_utilisation
     from vazao.report import cost_console as R
 
@@ -456,22 +394,16 @@ def cost_breakeven_cmd(
     check_plot(plot)
     cache = _cache_ttl(cache)
     table = _price(price, prices_file)
-    utilisation = parse_utilisation(utilisation)
-    inp, out, cached, w, plan = _shape(workload, input_tokens, output_tokens)
+    utilisation = parse_utilisation(utilisation, "--utilisation")
+    shape, w, plan = _shape(workload, input_tokens, output_tokens)
+    inp, out = shape.input_tokens, shape.output_tokens
     s, slo_note = _slo(slo)
-    if plan is not None:
-        api = bill_workload(plan, table, cache)
-        per_request = api.total_usd / api.requests
-    else:
-        api = bill_requests(table, [("request", TokenLedger(new_input=inp, output=out))], cache_ttl=None)
-        per_request = api.total_usd
-    rows = []
-    for gpu in gpu_ids:
-        c = _selfhost(model, gpu, count, fmt, engine, None, utilisation, w, inp, out, cached, s, None, analytic)
-        rows.append(break_even(c, resolve_accelerator(gpu).id, table.id, per_request, inp + out))
-    rows = ranked_break_evens(rows)
+    per_request = api_usd_per_request(table, shape, plan, cache)
+    q = SelfHostQuery(model, gpu_ids[0], shape, w, count=count, fmt=fmt, engine=engine, utilisation=utilisation,
+                      slo=s, analytic=analytic)
+    rows = break_evens(q, gpu_ids, table.id, per_request)
     rps = _traffic(traffic, utilisation)
-    at = [_monthly_at(r, rps, per_request) for r in rows] if rps is not None else None
+    at = [monthly_at(r.selfhost, rps, per_request) for r in rows] if rps is not None else None
     result = {"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
               "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
               "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
@@ -594,7 +526,7 @@ def budget_check_cmd(
     prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Cost per task, margin and latency against the budget; exit 1 when any task misses."""
-    from vazao.budget import analytic_summary, check_budget, load_budget, simulated_summary
+    from vazao.budget import check_budget, deployment_latency, load_budget
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
 
@@ -623,15 +555,7 @@ def budget_check_cmd(
         from vazao.scenario import deployment_for
 
         dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
-
-        use_sim = not analytic
-
-        def sim_fn(task):
-            summary = simulated_summary(dep, task.tokens_per_call, concurrency) if use_sim else None
-            return summary or analytic_summary(dep, task.tokens_per_call, concurrency)
-
-        kind = "simulated" if use_sim else "analytic"
-        label = f"{kind}: {dep.label()} at concurrency {concurrency}"
+        sim_fn, label = deployment_latency(dep, concurrency, analytic)
     result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict)
     if json_out:
         emit_json(result.to_json())

@@ -30,7 +30,7 @@ from vazao.errors import VazaoError
 from vazao.inputs import number, output_file
 
 if TYPE_CHECKING:
-    from vazao.sim import SpecConfig
+    from vazao.sim import SimConfig, SpecConfig
 
 
 def _spec(k: int | None, alpha: float | None, draft: str | None, ratio: float | None) -> SpecConfig | None:
@@ -116,20 +116,10 @@ def simulate_cmd(
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
     speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model.
     --plot draws a sweep's latency against throughput (with the SLO lines), else the latency percentiles."""
-    from vazao.report.sim_console import (
-        header_lines,
-        points_table,
-        result_lines,
-        summary_table,
-        timeline_table,
-        variants_table,
-    )
     from vazao.results import SLO
     from vazao.scenario import deployment_for
-    from vazao.sim import DisaggConfig, SimConfig, compare, simulate, sweep
     from vazao.sim.config import parse_compare
-    from vazao.sim.stats import thin
-    from vazao.units import parse_bandwidth, parse_duration
+    from vazao.units import parse_duration
     from vazao.workload import load_workload
 
     check_positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
@@ -151,73 +141,111 @@ def simulate_cmd(
                       concurrency=concs[0] if len(concs) == 1 else None)
     dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
-    link = None
-    if kv_link is not None:
-        link = parse_bandwidth(kv_link)
-        if not link > 0:
-            raise VazaoError(f"--kv-link must be a positive bandwidth, e.g. 50GB/s, got {kv_link!r}")
-    cfg = SimConfig.from_engine(
-        dep.engine, scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
-        max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
-        chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue,
-        spec=_spec(spec_k, spec_alpha, spec_draft, spec_draft_ratio),
-        disagg=DisaggConfig.parse(disagg, link) if disagg is not None else None)
-    if link is not None and cfg.disagg is None:
-        raise VazaoError("--kv-link is the link between disaggregated pools: give --disagg with it")
+    cfg = _sim_config(dep, kv_link, disagg, (spec_k, spec_alpha, spec_draft, spec_draft_ratio),
+                      scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
+                      max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
+                      chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue)
 
-    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
-            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
-            "deployment": dep.label(), "workload": w.name,
-            "workload_description": w.describe(_swept(rates, concs) if sweeping else None),
-            "config": cfg.describe()}
-    if slo_obj:
-        head["slo"] = dict(slo_obj.limits)
-    from vazao.report.progress import progress_bar
-
+    head = _head(dep, w, cfg, slo_obj, _swept(rates, concs) if sweeping else None)
     live = show_progress(json_out, quiet)
+    payload, named = _run(dep, w, cfg, slo_obj, axes, rates if sweeping else [], concs if sweeping else [], live)
+    payload = {**head, **payload}
     # The result goes to stdout first, the records file after: a failed write keeps the printed copy.
-    if axes:
-        with progress_bar("simulating variants", enabled=live) as show:
-            variants = compare(dep, w, cfg, axes, slo_obj, progress=show)
-        payload = {**head, "summary": variants[0].result.summary, "variants": variants}
-        if json_out:
-            emit_json(payload)
-        else:
-            _print_many(head, variants_table(head, variants, slo_obj is not None),
-                        [(v.name, v.result) for v in variants])
-        results = [v.result for v in variants]
-    elif sweeping:
-        with progress_bar("simulating the sweep", enabled=live) as show:
-            points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo_obj, progress=show)
-        payload = {**head, "summary": points[-1].result.summary, "points": points}
-        if json_out:
-            emit_json(payload)
-        else:
-            _print_many(head, points_table(head, points, slo_obj is not None),
-                        [(f"{p.kind} {p.value:g}", p.result) for p in points])
-        results = [p.result for p in points]
+    if json_out:
+        emit_json(payload)
     else:
-        with progress_bar("simulating", enabled=live) as show:
-            result = simulate(dep, w, cfg, slo_obj, progress=show)
-        payload = {**head, "summary": result.summary, "sim": result}
-        if json_out:
-            emit_json(payload)
-        else:
-            for line in header_lines(head):
-                console.print(line, highlight=False)
-            console.print(summary_table(head, result.summary))
-            for line in result_lines(result, slo_obj):
-                console.print(line, highlight=False)
-            if timeline:
-                console.print(timeline_table(thin(result.timeline, 16)))
-        results = [result]
+        _render(head, payload, named, slo_obj, timeline)
     if records is not None:
-        _write_records(records, results)
+        _write_records(records, [r for _, r in named])
     if plot is not None:
         from vazao.cli.app import _clean
         from vazao.report.reports import simulation_report
 
         write_plot(simulation_report(_clean(payload)), plot, json_out=json_out, quiet=quiet)
+
+
+def _sim_config(dep, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:
+    """The engine preset's settings with the options given (None: the engine's own); `spec_args` are
+    _spec's, read after the link so that the first bad option is reported first, as the flags are read."""
+    from vazao.sim import DisaggConfig, SimConfig
+    from vazao.units import parse_bandwidth
+
+    link = None
+    if kv_link is not None:
+        link = parse_bandwidth(kv_link)
+        if not link > 0:
+            raise VazaoError(f"--kv-link must be a positive bandwidth, e.g. 50GB/s, got {kv_link!r}")
+    spec = _spec(*spec_args)
+    split = None
+    if disagg is not None:
+        try:
+            split = DisaggConfig.parse(disagg, link)
+        except VazaoError as exc:  # the library names the setting; the user typed the flag
+            raise VazaoError(f"--disagg: {exc}") from None
+    cfg = SimConfig.from_engine(dep.engine, spec=spec, disagg=split, **overrides)
+    if link is not None and cfg.disagg is None:
+        raise VazaoError("--kv-link is the link between disaggregated pools: give --disagg with it")
+    return cfg
+
+
+def _head(dep, w, cfg: SimConfig, slo, swept: str | None) -> dict:
+    """What every output starts with: the deployment, the workload and the settings simulated."""
+    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
+            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
+            "deployment": dep.label(), "workload": w.name, "workload_description": w.describe(swept),
+            "config": cfg.describe()}
+    if slo:
+        head["slo"] = dict(slo.limits)
+    return head
+
+
+def _run(dep, w, cfg: SimConfig, slo, axes: list, rates: list[float], concs: list[int],
+         live: bool) -> tuple[dict, list]:
+    """The one library call: a comparison, a sweep or a single run. Returns the payload's results and
+    (name, SimResult) per run; a sweep's rates/concurrencies are empty unless there are several."""
+    from vazao.report.progress import progress_bar
+    from vazao.sim import compare, simulate, sweep
+
+    if axes:
+        with progress_bar("simulating variants", enabled=live) as show:
+            variants = compare(dep, w, cfg, axes, slo, progress=show)
+        return ({"summary": variants[0].result.summary, "variants": variants},
+                [(v.name, v.result) for v in variants])
+    if rates or concs:
+        with progress_bar("simulating the sweep", enabled=live) as show:
+            points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo, progress=show)
+        return ({"summary": points[-1].result.summary, "points": points},
+                [(f"{p.kind} {p.value:g}", p.result) for p in points])
+    with progress_bar("simulating", enabled=live) as show:
+        result = simulate(dep, w, cfg, slo, progress=show)
+    return {"summary": result.summary, "sim": result}, [("", result)]
+
+
+def _render(head: dict, payload: dict, named: list, slo, timeline: bool) -> None:
+    from vazao.report.sim_console import (
+        header_lines,
+        points_table,
+        result_lines,
+        summary_table,
+        timeline_table,
+        variants_table,
+    )
+    from vazao.sim.stats import thin
+
+    if "variants" in payload:
+        _print_many(head, variants_table(head, payload["variants"], slo is not None), named)
+        return
+    if "points" in payload:
+        _print_many(head, points_table(head, payload["points"], slo is not None), named)
+        return
+    result = payload["sim"]
+    for line in header_lines(head):
+        console.print(line, highlight=False)
+    console.print(summary_table(head, result.summary))
+    for line in result_lines(result, slo):
+        console.print(line, highlight=False)
+    if timeline:
+        console.print(timeline_table(thin(result.timeline, 16)))
 
 
 def _swept(rates: list[float], concs: list[int]) -> str:

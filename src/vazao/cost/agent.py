@@ -25,13 +25,13 @@ class AgentTask:
         for name in ("calls", "agents"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
-                raise VazaoError(f"--{name} must be a positive integer, got {v!r}")
+                raise VazaoError(f"{name} must be a positive integer, got {v!r}")
         for name in ("context", "reply", "cached_context", "reasoning"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
-                raise VazaoError(f"--{name.replace('_', '-')} must be a non-negative integer, got {v!r}")
+                raise VazaoError(f"{name} must be a non-negative integer, got {v!r}")
         if self.cached_context > self.context:
-            raise VazaoError(f"--cached-context ({self.cached_context}) exceeds --context ({self.context})")
+            raise VazaoError(f"cached_context ({self.cached_context}) exceeds context ({self.context})")
 
     @property
     def tokens_per_agent(self) -> int:
@@ -46,7 +46,7 @@ def bill_agent(task: AgentTask, table: PriceTable, cache_ttl: str | None = None,
     """One task's bill. Caching applies only with cache_ttl and cached_context > 0."""
     cached = cache_ttl is not None and task.cached_context > 0
     if cached and table.base.cache_read is None:
-        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without --cache")
+        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without prompt caching")
     n = task.agents
     if not cached:
         led = TokenLedger(new_input=task.context, output=task.reply, reasoning=task.reasoning)

@@ -45,7 +45,7 @@ def workload_ledgers(specs: Iterable, cached: bool) -> list[TokenLedger]:
 def bill_workload(specs: Sequence, table: PriceTable, cache_ttl: str | None = None, batch: bool = False) -> Bill:
     """The API bill of every request in a workload plan, grouped by ledger shape."""
     if cache_ttl is not None and table.base.cache_read is None:
-        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without --cache")
+        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without prompt caching")
     counts: dict[TokenLedger, int] = {}
     for led in workload_ledgers(specs, cache_ttl is not None):
         counts[led] = counts.get(led, 0) + 1

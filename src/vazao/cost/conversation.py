@@ -30,9 +30,9 @@ class Conversation:
         for name in ("system", "turns", "user", "reply", "reasoning"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
-                raise VazaoError(f"--{name} must be a non-negative integer, got {v!r}")
+                raise VazaoError(f"{name} must be a non-negative integer, got {v!r}")
         if self.turns < 1:
-            raise VazaoError(f"--turns must be at least 1, got {self.turns}")
+            raise VazaoError(f"turns must be at least 1, got {self.turns}")
         if self.resent_reply is not None and self.resent_reply < 0:
             raise VazaoError("resent_reply must be non-negative")
 
@@ -64,7 +64,7 @@ def bill_conversation(conv: Conversation, table: PriceTable, cache_ttl: str | No
     """One conversation's bill, a line per turn; cache_ttl None bills without prompt caching."""
     cached = cache_ttl is not None
     if cached and table.base.cache_read is None:
-        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without --cache")
+        raise VazaoError(f"{table.id} lists no prompt-cache price; bill without prompt caching")
     if cached:
         table.base.write_rate(cache_ttl)  # an unknown TTL fails here, before any arithmetic
     lines = [line(table, label, led, 1, batch, cache_ttl) for label, led in conv.ledgers(cached)]

@@ -161,7 +161,7 @@ def tokenizer_from_file(path: str | Path) -> Callable[[str], list]:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise VazaoError("--tokenizer needs the 'tokenizers' package: pip install 'vazao[tokenizers]'") from None
+        raise VazaoError("an exact tokenizer needs the 'tokenizers' package: pip install 'vazao[tokenizers]'") from None
     p = inputs.input_file(Path(path).expanduser(), "tokenizer")
     try:
         tok = Tokenizer.from_file(str(p))
@@ -195,7 +195,7 @@ class CacheRun:
 def simulate_cache(seqs: Sequence[Sequence], times: Sequence[float | None], block: int,
                    min_cacheable: int, ttl_s: float | None) -> CacheRun:
     if block < 1:
-        raise VazaoError(f"--block must be a positive number of units, got {block}")
+        raise VazaoError(f"block must be a positive number of units, got {block}")
     entries: dict[int, tuple[float, int, int]] = {}  # chain hash -> (last use, writer, position)
     reach: dict[int, int] = defaultdict(int)  # writer -> blocks of it read later (exclusive end)
     hits: list[int] = []
@@ -431,11 +431,11 @@ def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token",
     if not requests:
         raise VazaoError("no requests to analyze")
     if unit not in ("token", "char"):
-        raise VazaoError(f"--unit must be token or char, got {unit!r}")
+        raise VazaoError(f"unit must be token or char, got {unit!r}")
     if table.base.cache_read is None:
         raise VazaoError(f"{table.id} lists no prompt-cache price; pick a price with cache reads")
     if chars_per_token <= 0:
-        raise VazaoError("--chars-per-token must be positive")
+        raise VazaoError(f"chars_per_token must be positive, got {chars_per_token}")
     notes = []
     have_times = all(r.time_s is not None for r in requests)
     if not have_times:
@@ -453,7 +453,7 @@ def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token",
         enc = encode or pretokenize
         seqs = [enc(r.text) for r in ordered]
         if encode is None:
-            notes.append("token counts are approximate (regex pre-tokenizer); pass --tokenizer for exact ones")
+            notes.append("token counts are approximate (regex pre-tokenizer); give a tokenizer.json for exact ones")
     block = block or (16 if unit == "token" else 64)
     min_units = int(round(min_cacheable_tokens * scale))
     min_run = max(1, int(round(min_run_tokens * scale)))

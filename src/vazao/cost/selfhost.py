@@ -17,21 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
-from vazao import limits
-from vazao.catalog.prices import money, share_str, usd_str
+from vazao.catalog.prices import share_str, usd_str
+from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
 from vazao.errors import VazaoError
-from vazao.estimate import decode_cost, max_load_throughput
+from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.physics.memory import fit
-from vazao.physics.step import BatchShape, step_cost
 from vazao.results import SLO, RunSummary
 
 MICRO = Decimal("0.000001")
 SOURCES = ("simulated", "measured", "analytic")
-
-
-def to_decimal(x: float) -> Decimal:
-    """A physical estimate (float) entering money arithmetic: its shortest exact decimal text."""
-    return Decimal(repr(float(x)))
 
 
 @dataclass(frozen=True)
@@ -62,85 +56,37 @@ def throughput_from_summary(summary: RunSummary, source: str = "measured", detai
     return Throughput(rps, inp, out, source, note)
 
 
-def _limits_met(slo: SLO, p: Point) -> bool:
-    return all(p.metric(key.split("_", 1)[0]) <= limit for key, limit in slo.limits.items())
-
-
-@dataclass(frozen=True)
-class Point:
-    """The analytic steady state of one replica serving `batch` sequences of one request shape."""
-
-    batch: int
-    ttft_s: float
-    tpot_s: float
-    e2e_s: float
-    output_tokens_per_s: float  # all replicas
-    input_time_share: float
-
-    def metric(self, name: str) -> float:
-        return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.tpot_s, "e2e": self.e2e_s}[name]
-
-
-def max_batch(dep, input_tokens: int, output_tokens: int) -> int:
-    """Sequences one replica holds: KV capacity and the engine's max_num_seqs."""
-    f = fit(dep, input_tokens + output_tokens)
-    return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.max_num_seqs)
-
-
-def analytic_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_tokens: int = 0) -> Point:
-    """Each request's cycle is output × (decode step at `batch`) plus `batch` prefills, each charged
-    at its marginal time as in estimate.max_load_throughput; TPOT = cycle / output; TTFT = own
-    prefill (of the uncached prompt tokens) + one decode step; E2E = TTFT + (output − 1) × TPOT."""
-    if input_tokens < 1 or output_tokens < 1 or batch < 1:
-        raise VazaoError("input tokens, output tokens and batch must be positive")
-    cached = min(cached_tokens, input_tokens - 1)
-    pf = step_cost(dep, BatchShape.prefill(1, input_tokens - cached, cached))
-    t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
-    t_dec = decode_cost(dep, batch, input_tokens + output_tokens // 2).time_s
-    cycle = output_tokens * t_dec + batch * t_pf
-    tpot = cycle / output_tokens
-    ttft = pf.time_s + t_dec
-    return Point(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
-                 batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle)
-
-
 def analytic_throughput(dep, input_tokens: int, output_tokens: int, slo: SLO | None = None,
                         cached_tokens: int = 0) -> Throughput:
     """Steady-state throughput on the analytic model. Without an SLO: estimate.max_load_throughput
-    (the same cycle at the largest batch memory allows). With one: the largest batch whose
-    analytic_point meets every limit (a percentile limit is compared with the point value).
+    (the same cycle at the largest batch memory allows). With one: estimate.slo_batch, the largest
+    batch whose steady point meets every limit (a percentile limit is compared with the point value).
     cached_tokens: prompt tokens the engine's prefix cache serves (ignored when it has none)."""
     if input_tokens < 1 or output_tokens < 1:
         raise VazaoError("input and output tokens per request must be positive")
-    bmax = max_batch(dep, input_tokens, output_tokens)
+    bmax = steady_batch_limit(dep, input_tokens, output_tokens)
     if bmax < 1:
         return Throughput(0.0, 0.0, 0.0, "analytic", f"does not fit: {fit(dep, input_tokens + output_tokens).reason}",
                           None, 0)
     cached = cached_tokens if dep.engine.prefix_caching else 0
     if slo is None and not cached:
         out_tps, batch = max_load_throughput(dep, input_tokens, output_tokens)
-        p = analytic_point(dep, input_tokens, output_tokens, bmax)
+        p = steady_point(dep, input_tokens, output_tokens, bmax)
         detail = f"analytic max-load (estimate.max_load_throughput): batch {batch}, no SLO"
     elif slo is None:
-        p = analytic_point(dep, input_tokens, output_tokens, bmax, cached)
+        p = steady_point(dep, input_tokens, output_tokens, bmax, cached)
         out_tps, batch = p.output_tokens_per_s, bmax * dep.replicas
         detail = f"analytic max-load: batch {bmax} per replica, {cached:,} prompt tokens from the prefix cache, no SLO"
     else:
-        p1 = analytic_point(dep, input_tokens, output_tokens, 1, cached)
-        if not _limits_met(slo, p1):
+        found = slo_batch(dep, input_tokens, output_tokens, slo.limits, bmax, cached)
+        if found is None:
+            p1 = steady_point(dep, input_tokens, output_tokens, 1, cached)
             return Throughput(0.0, 0.0, 0.0, "analytic",
                               f"the SLO is missed even at batch 1 (TTFT {p1.ttft_s:.3g} s, TPOT {p1.tpot_s:.3g} s)",
                               None, 0)
-        lo, hi = 1, bmax
-        while lo < hi:  # TPOT and TTFT grow with the batch: the largest b that meets the SLO
-            mid = (lo + hi + 1) // 2
-            if _limits_met(slo, analytic_point(dep, input_tokens, output_tokens, mid, cached)):
-                lo = mid
-            else:
-                hi = mid - 1
-        p = analytic_point(dep, input_tokens, output_tokens, lo, cached)
-        out_tps, batch = p.output_tokens_per_s, lo * dep.replicas
-        detail = (f"analytic under SLO: batch {lo} of {bmax} per replica (TTFT {p.ttft_s:.3g} s, "
+        p = found
+        out_tps, batch = p.output_tokens_per_s, p.batch * dep.replicas
+        detail = (f"analytic under SLO: batch {p.batch} of {bmax} per replica (TTFT {p.ttft_s:.3g} s, "
                   f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing)")
     rps = out_tps / output_tokens
     return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch)
@@ -182,18 +128,6 @@ class SelfHostCost:
         }
 
 
-def gpu_rate(acc, usd_per_hour: Decimal | str | None) -> tuple[Decimal, str]:
-    """$/GPU-hour: the given figure, else the accelerator catalog's rental price (with its as_of)."""
-    if usd_per_hour is not None:
-        rate = money(usd_per_hour, "--usd-per-hour")
-        if rate > limits.MAX_USD_PER_HOUR:
-            raise VazaoError(f"--usd-per-hour must be at most {limits.MAX_USD_PER_HOUR:,.0f}, got {rate}")
-        return rate, "given"
-    if acc.usd_per_hour is None:
-        raise VazaoError(f"{acc.name} has no rental price in the catalog; pass --usd-per-hour")
-    return to_decimal(acc.usd_per_hour), f"catalog: {acc.price_source or acc.source} ({acc.price_as_of or acc.as_of})"
-
-
 def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:
     if tokens_per_s <= 0:
         return None
@@ -201,14 +135,14 @@ def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Deci
     return (usd_per_hour / per_hour * 1_000_000).quantize(MICRO, rounding=ROUND_HALF_UP)
 
 
-def parse_utilisation(value: Decimal | str) -> Decimal:
-    """The share of paid hours at full SLO throughput, in (0, 1]."""
+def parse_utilisation(value: Decimal | str, what: str = "utilisation") -> Decimal:
+    """The share of paid hours at full SLO throughput, in (0, 1]; `what` names it in the error."""
     try:
         util = value if isinstance(value, Decimal) else Decimal(str(value).strip())
     except ArithmeticError:
         util = None
     if util is None or not util.is_finite() or not 0 < util <= 1:
-        raise VazaoError(f"--utilisation is the share of paid hours at full SLO load, in (0, 1]; got {value!r}")
+        raise VazaoError(f"{what} is the share of paid hours at full SLO load, in (0, 1]; got {value!r}")
     return util
 
 
@@ -216,7 +150,7 @@ def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source:
                   utilisation: Decimal | str = "1") -> SelfHostCost:
     util = parse_utilisation(utilisation)
     if gpus < 1:
-        raise VazaoError("GPU count must be positive")
+        raise VazaoError(f"gpus (the GPU count) must be positive, got {gpus}")
     usd_h = usd_per_gpu_hour * gpus
     out = _per_mtok(usd_h, tp.output_tokens_per_s, util)
     blended = _per_mtok(usd_h, tp.output_tokens_per_s + tp.input_tokens_per_s, util)
@@ -239,7 +173,7 @@ MIN_REQUESTS = 100
 REQUESTS_PER_SLOT = 4
 
 
-def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput | None:
+def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput:
     """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs
     closed-loop: without an SLO at the engine's max_num_seqs per replica (saturation); with one, at the
     highest concurrency whose run meets every limit (doubling, then bisecting). The input/output time
@@ -303,7 +237,7 @@ def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -
     done = max(1, s.requests - s.errors)
     mean_in, mean_out = round(s.prompt_tokens / done), round(s.output_tokens / done)
     if mean_in >= 1 and mean_out >= 1 and best.mean_batch >= 1:
-        share = analytic_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
+        share = steady_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
     limits = "no SLO (saturated)" if slo is None else "meets " + ", ".join(slo.limits)
     detail = (f"simulated {workload.name}, closed loop at concurrency {best_c}, {limits}: p95 TTFT "
               f"{s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms, mean batch "

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from vazao import limits
 from vazao.catalog.hardware import Accelerator
-from vazao.catalog.prices import money, usd_str
+from vazao.catalog.prices import usd_str
+from vazao.cost.rates import gpu_rate
 from vazao.errors import VazaoError
 
 FULL_FLOPS_PER_PARAM_TOKEN = 6
@@ -58,34 +58,25 @@ def training_cost(params: float, tokens: float, acc: Accelerator, mfu: float,
                   usd_per_hour: Decimal | str | None = None, gpus: int = 1, lora: bool = False,
                   dtype: str | None = None) -> TrainingCost:
     if params <= 0 or tokens <= 0:
-        raise VazaoError("--params and --tokens must be positive")
+        raise VazaoError(f"params and tokens must be positive, got params={params:g}, tokens={tokens:g}")
     if not 0 < mfu <= 1:
-        raise VazaoError(f"--mfu is a fraction of peak in (0, 1], got {mfu}")
+        raise VazaoError(f"mfu is a fraction of peak in (0, 1], got {mfu}")
     if gpus < 1:
-        raise VazaoError(f"--gpus must be a positive integer, got {gpus}")
+        raise VazaoError(f"gpus must be a positive integer, got {gpus}")
     if dtype is None:
         dtype, peak = acc.peak_16bit
     else:
         peak = acc.peak(dtype)
     if peak <= 0:
         raise VazaoError(f"{acc.name} lists no {dtype} peak")
-    if usd_per_hour is None:
-        if acc.usd_per_hour is None:
-            raise VazaoError(f"{acc.name} has no rental price in the catalog; pass --usd-per-hour")
-        rate = Decimal(str(acc.usd_per_hour))
-        rate_source = f"catalog: {acc.price_source or acc.source} ({acc.price_as_of or acc.as_of})"
-    else:
-        rate = money(usd_per_hour, "--usd-per-hour")
-        if rate > limits.MAX_USD_PER_HOUR:
-            raise VazaoError(f"--usd-per-hour must be at most {limits.MAX_USD_PER_HOUR:,.0f}, got {rate}")
-        rate_source = "given"
+    rate, rate_source = gpu_rate(acc, usd_per_hour)
     k = LORA_FLOPS_PER_PARAM_TOKEN if lora else FULL_FLOPS_PER_PARAM_TOKEN
     flops = k * params * tokens
     achieved_per_gpu = peak * mfu
     gpu_hours = flops / achieved_per_gpu / 3600.0
     if not gpu_hours * float(rate) < float(MAX_USD):
         raise VazaoError(f"{params:g} parameters on {tokens:g} tokens at MFU {mfu:g} costs more than "
-                         f"${float(MAX_USD):g}: check --params, --tokens and --mfu")
+                         f"${float(MAX_USD):g}: check params, tokens and mfu")
     usd = (Decimal(repr(gpu_hours)) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
     return TrainingCost(
         params=float(params), tokens=float(tokens), lora=lora, flops_per_param_token=k, flops=flops,

@@ -35,6 +35,10 @@ NO_MODEL = "(no model field)"
 _SNAPSHOT = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
+class UnpricedModelError(VazaoError):
+    """A usage line whose model no price table lists, with no fallback price given."""
+
+
 class UsageError(ValueError):
     """A line that holds no usable usage object."""
 
@@ -190,8 +194,8 @@ def bill_usage(path: str | Path, table: PriceTable | None, batch: bool = False, 
         own = pricer.own(label)
         priced = own or table
         if priced is None:
-            raise VazaoError(f"usage log {inputs._show(p)} line {n}: no price for model {label!r}; pass --price "
-                             "for lines whose model the price catalog does not list")
+            raise UnpricedModelError(f"usage log {inputs._show(p)} line {n}: no price for model {label!r}; give a "
+                                     "fallback price (table) for lines whose model the price catalog does not list")
         if own is None:
             fallback_n += 1
             fallback_models[label] = None

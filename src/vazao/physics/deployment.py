@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from vazao import limits
 from vazao.catalog.arch import ModelArch
@@ -12,6 +13,9 @@ from vazao.catalog.hardware import Accelerator
 from vazao.catalog.local import resolve_accelerator
 from vazao.errors import VazaoError
 from vazao.physics.profiles import EngineProfile, get_engine
+
+if TYPE_CHECKING:  # physics/step imports this module
+    from vazao.physics.step import StepConstants
 
 MAX_ACCELERATORS = limits.MAX_GPUS  # the CLI's bound, so a library caller meets the same one
 
@@ -70,39 +74,53 @@ class Deployment:
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp
 
-    # Lazy per-instance values kept in __dict__ by hand: functools.cached_property takes a lock on
-    # every first access in Python 3.11, which dominated sweeps over thousands of deployments.
-    def _lazy(self, name: str, make):
-        value = self.__dict__.get(name)
-        if value is None:
-            value = self.__dict__[name] = make()
-        return value
+    # Values derived once per deployment, filled on first use (a sweep builds thousands of
+    # deployments and reads few of them). Declared fields written with object.__setattr__, the
+    # dataclasses idiom for a frozen class: named, excluded from init/repr/eq, reset by replace().
+    # Not functools.cached_property: in Python 3.11 it takes a lock on every first access.
+    _support: Support | None = field(default=None, init=False, repr=False, compare=False)
+    _weights_bytes: float | None = field(default=None, init=False, repr=False, compare=False)
+    _consts: StepConstants | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def support(self) -> Support:
         if self.support_info is not None:
             return self.support_info
-        engine = None if self.engine.is_ideal else self.engine.name
-        return self._lazy("_support", lambda: support(self.weight_format, self.accelerator, engine))
+        s = self._support
+        if s is None:
+            engine = None if self.engine.is_ideal else self.engine.name
+            s = support(self.weight_format, self.accelerator, engine)
+            object.__setattr__(self, "_support", s)
+        return s
 
     @property
     def weights_bytes(self) -> float:
         """Stored weight bytes of one copy of the model."""
-        from vazao.physics.memory import weights_bytes
+        w = self._weights_bytes
+        if w is None:
+            from vazao.physics.memory import weights_bytes
 
-        return self._lazy("_weights_bytes",
-                          lambda: self.weights_bytes_override or weights_bytes(self.model, self.weight_format))
+            w = self.weights_bytes_override or weights_bytes(self.model, self.weight_format)
+            object.__setattr__(self, "_weights_bytes", w)
+        return w
 
     @property
-    def consts(self):
+    def consts(self) -> StepConstants:
         """Per-deployment constants of the cost model, computed once (physics/step.py). On the hot
-        path of every simulated step, hence no closure and no import unless it is missing."""
-        c = self.__dict__.get("_consts")
+        path of every simulated step, hence no import unless it is missing."""
+        c = self._consts
         if c is None:
             from vazao.physics.step import StepConstants
 
-            c = self.__dict__["_consts"] = StepConstants.of(self)
+            c = StepConstants.of(self)
+            object.__setattr__(self, "_consts", c)
         return c
+
+    def to_json(self) -> dict:
+        """What the deployment is, as `vazao fit/estimate --json` name it (ids and names, no objects)."""
+        return {"model": self.model.name, "gpu": self.accelerator.id, "count": self.count, "tp": self.tp,
+                "pp": self.pp, "format": self.weight_format.name, "kv_format": self.kv_format.name,
+                "engine": self.engine.name}
 
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""

@@ -158,9 +158,6 @@ class EngineProfile:
         over = self.generations.get(generation)
         return replace(self, **over) if over else self
 
-    def with_values(self, **values: float) -> EngineProfile:
-        return replace(self, **values)
-
     def overridden(self, **values: float) -> EngineProfile:
         """These values on every release: taken out of the `versions` entries too, so that a release's
         shipped values (applied by at_version) never silently replace a value being tried in a fit."""

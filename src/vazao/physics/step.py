@@ -103,11 +103,22 @@ class ShardConstants:
 
     @classmethod
     def of(cls, dep) -> ShardConstants:
-        m, f, tp = dep.model, dep.weight_format, dep.tp
-        key = (id(m), f.name, dep.kv_format.name, tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace)
+        """The constants of `dep`, shared by every deployment with the same inputs (a sweep over GPUs
+        builds them once). The key is the value of everything `_build` reads, so equal inputs give
+        the same constants whichever objects carry them."""
+        f = dep.weight_format
+        key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
+               dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace)
         hit = _SHARD_CACHE.get(key)
-        if hit is not None and hit[0] is m:  # id() alone could be reused by a new model object
-            return hit[1]
+        if hit is None:
+            if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
+                _SHARD_CACHE.clear()
+            hit = _SHARD_CACHE[key] = cls._build(dep)
+        return hit
+
+    @classmethod
+    def _build(cls, dep) -> ShardConstants:
+        m, f, tp = dep.model, dep.weight_format, dep.tp
         scale = dep.weights_bytes / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
         wb, eb = f.weight_bits / 8 * scale, f.embed_bits / 8 * scale
         kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, tp, 1)  # all layers, one rank
@@ -137,13 +148,11 @@ class ShardConstants:
             pp_hops=dep.pp - 1,
             hidden_bytes_per_token=m.hidden_size * ACT_BYTES,
         )
-        if len(_SHARD_CACHE) > 100_000:
-            _SHARD_CACHE.clear()
-        _SHARD_CACHE[key] = (m, out)
         return out
 
 
-_SHARD_CACHE: dict[tuple, tuple] = {}
+_SHARD_CACHE_SIZE = 4096  # distinct model × format × parallelism inputs kept; a planner sweep needs far fewer
+_SHARD_CACHE: dict[tuple, ShardConstants] = {}
 
 
 def _is_array(x) -> bool:

@@ -1,5 +1,5 @@
 """Simulator settings: the scheduler and KV settings of an engine preset (engines.yaml), plus the
-optional speculative decoding and disaggregated prefill/decode, and the `--compare` axes."""
+optional speculative decoding and disaggregated prefill/decode, and the axes a comparison varies."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ class DisaggConfig:
     def parse(cls, text: str, link_bytes_per_s: float | None = None) -> DisaggConfig:
         parts = str(text).split(":")
         if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
-            raise VazaoError(f"--disagg takes PREFILL:DECODE replica counts, e.g. 1:1, got {str(text)[:60]!r}")
-        p, d = (int(number(x, "--disagg replicas", minimum=1, maximum=limits.MAX_SIM_REPLICAS, integer=True))
+            raise VazaoError(f"disaggregation takes PREFILL:DECODE replica counts, e.g. 1:1, got {str(text)[:60]!r}")
+        p, d = (int(number(x, "disaggregated replicas", minimum=1, maximum=limits.MAX_SIM_REPLICAS, integer=True))
                 for x in parts)
         return cls(p, d, link_bytes_per_s)
 
@@ -122,14 +122,14 @@ class SimConfig:
         return ", ".join(parts)
 
 
-# ---- --compare axes ------------------------------------------------------------------------------
+# ---- comparison axes ------------------------------------------------------------------------------
 def _flag(value: str, axis: str) -> bool:
     v = value.strip().lower()
     if v in ("on", "true", "yes", "1"):
         return True
     if v in ("off", "false", "no", "0"):
         return False
-    raise VazaoError(f"--compare {axis}= takes on|off, got {value!r}")
+    raise VazaoError(f"compare axis {axis!r} takes on|off, got {value!r}")
 
 
 _AXIS_MAX = {"max_seqs": limits.MAX_SEQS, "budget": limits.MAX_BATCHED_TOKENS, "block": limits.MAX_BLOCK,
@@ -137,7 +137,7 @@ _AXIS_MAX = {"max_seqs": limits.MAX_SEQS, "budget": limits.MAX_BATCHED_TOKENS, "
 
 
 def _int(value: str, axis: str) -> int:
-    return int(number(value, f"--compare {axis}=", minimum=2 if axis == "max_context" else 1,
+    return int(number(value, f"compare axis {axis!r}", minimum=2 if axis == "max_context" else 1,
                       maximum=_AXIS_MAX[axis], integer=True))
 
 
@@ -147,9 +147,9 @@ def _spec(value: str, current: SpecConfig | None) -> SpecConfig | None:
         return None
     parts = value.split("@")
     if len(parts) != 2:
-        raise VazaoError(f"--compare spec= takes off or K@ALPHA (e.g. 4@0.8), got {value[:60]!r}")
-    k_i = int(number(parts[0], "--compare spec= K", minimum=1, maximum=limits.MAX_SPEC_K, integer=True))
-    a_f = float(number(parts[1], "--compare spec= ALPHA", minimum=0, maximum=1))
+        raise VazaoError(f"compare axis 'spec' takes off or K@ALPHA (e.g. 4@0.8), got {value[:60]!r}")
+    k_i = int(number(parts[0], "compare axis 'spec' K", minimum=1, maximum=limits.MAX_SPEC_K, integer=True))
+    a_f = float(number(parts[1], "compare axis 'spec' ALPHA", minimum=0, maximum=1))
     draft = current.draft_model if current else None
     ratio = current.draft_ratio if current else None
     return SpecConfig(k_i, a_f, draft, ratio)
@@ -171,14 +171,14 @@ AXES = {
 
 
 def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
-    """One `--compare axis=value` applied to (config, deployment); returns the new pair."""
+    """One comparison axis=value applied to (config, deployment); returns the new pair."""
     if axis == "batching":
         if value not in ("static", "continuous"):
-            raise VazaoError(f"--compare batching= takes static|continuous, got {value!r}")
+            raise VazaoError(f"compare axis 'batching' takes static|continuous, got {value!r}")
         return replace(cfg, scheduler=value), dep
     if axis == "kv":
         if value not in ("reserved", "paged"):
-            raise VazaoError(f"--compare kv= takes reserved|paged, got {value!r}")
+            raise VazaoError(f"compare axis 'kv' takes reserved|paged, got {value!r}")
         return replace(cfg, kv_layout=value), dep
     if axis == "prefix":
         return replace(cfg, prefix_caching=_flag(value, axis)), dep
@@ -208,7 +208,7 @@ def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
             return replace(cfg, disagg=None), dep
         link = cfg.disagg.link_bytes_per_s if cfg.disagg else None
         return replace(cfg, disagg=DisaggConfig.parse(value, link)), dep
-    raise VazaoError(f"unknown --compare axis {axis!r} (axes: {', '.join(AXES)})")
+    raise VazaoError(f"unknown compare axis {axis!r} (axes: {', '.join(AXES)})")
 
 
 def parse_compare(texts: list[str]) -> list[tuple[str, list[str]]]:
@@ -217,16 +217,16 @@ def parse_compare(texts: list[str]) -> list[tuple[str, list[str]]]:
     variants = 1
     for text in texts:
         if "=" not in text:
-            raise VazaoError(f"--compare takes AXIS=V1,V2 (e.g. batching=static,continuous), got {text[:60]!r}")
+            raise VazaoError(f"a comparison takes AXIS=V1,V2 (e.g. batching=static,continuous), got {text[:60]!r}")
         axis, _, vals = text.partition("=")
         axis = axis.strip().replace("-", "_")
         if axis not in AXES:
-            raise VazaoError(f"unknown --compare axis {axis[:60]!r} (axes: {', '.join(AXES)})")
+            raise VazaoError(f"unknown compare axis {axis[:60]!r} (axes: {', '.join(AXES)})")
         if not vals.strip():
-            raise VazaoError(f"--compare {axis}= needs at least one value")
-        values = split_list(vals, f"--compare {axis}=", max_items=limits.MAX_VARIANTS)
+            raise VazaoError(f"compare axis {axis!r} needs at least one value")
+        values = split_list(vals, f"compare axis {axis!r}", max_items=limits.MAX_VARIANTS)
         variants *= len(values)
         if variants > limits.MAX_VARIANTS:
-            raise VazaoError(f"--compare asks for {variants:,} or more runs; at most {limits.MAX_VARIANTS}")
+            raise VazaoError(f"a comparison asks for {variants:,} or more runs; at most {limits.MAX_VARIANTS}")
         out.append((axis, values))
     return out

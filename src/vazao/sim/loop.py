@@ -3,7 +3,8 @@ a closed-loop slot freeing, a conversation's next turn after its think time), en
 KV transfers between disaggregated pools. Engines run steps back to back while they have work; an
 idle engine starts on the first release after every event at that instant has been applied (so a
 burst at t = 0 is scheduled as one batch). With a single engine its step ends are kept beside the
-heap rather than in it (the same order: a step end goes before releases at the same instant).
+heap rather than in it (the same order: a step end goes before releases at the same instant), and
+runs of decode-only steps between events are advanced at once (fastpath.py).
 
 The plan is read as RequestSpecs (NamedTuples, read by field name) as sessions start.
 """
@@ -14,15 +15,21 @@ import heapq
 from collections.abc import Iterator
 
 from vazao.limits import MAX_SIM_REQUESTS
+from vazao.sim import fastpath
 from vazao.sim.disagg import KVLink
 from vazao.sim.engine import Engine
 from vazao.sim.sequence import Seq
 from vazao.workload import RequestSpec, Workload
 
 RELEASE, STEP, TRANSFER, ENQUEUE = 0, 1, 2, 3
+_INF = float("inf")
 
 
 class Runner:
+    # Decode-only stretches of a single engine run in closed form (fastpath.py, exact); False forces
+    # step by step, for the test that compares the two.
+    closed_form = True
+
     def __init__(self, workload: Workload, engines: list[Engine], decode_engines: list[Engine] | None,
                  stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0):
         self.w = workload
@@ -142,9 +149,15 @@ class Runner:
     def _run_one(self, e: Engine) -> None:
         heap, stats, engines = self.heap, self.stats, self.all_engines
         pop, begin, finish = heapq.heappop, e.scheduler.plan, e.end_step
+        fast = fastpath.advance if self.closed_form else None
         end: float | None = None  # when the step in flight ends
         while heap or end is not None:
             if end is not None and (not heap or end <= heap[0][0]):
+                if fast is not None:
+                    done = fast(e, end, heap[0][0] if heap else _INF, stats.next_sample)
+                    if done is not None:
+                        self.now, end = done
+                        continue
                 t = self.now = end
                 finish(t)
                 if t >= stats.next_sample:

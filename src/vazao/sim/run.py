@@ -1,5 +1,5 @@
 """simulate(): a Deployment serving a Workload, step by step through `step_cost`; compare() and sweep()
-run it over `--compare` variants and over rates or concurrencies."""
+run it over comparison variants and over rates or concurrencies."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, 
             raise VazaoError(
                 f"{label}: the reserved KV layout sets aside max_context = {max_context:,} tokens per "
                 f"sequence but a replica's KV cache holds {blocks * cfg.block_size:,}: not even one request "
-                f"fits; lower --max-context or use the paged layout")
+                f"fits; lower max_context or use the paged layout")
 
 
 def check_size(dep, workload: Workload) -> None:
@@ -172,7 +172,7 @@ def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None
     if cfg.disagg:
         d: DisaggConfig = cfg.disagg
         if d.prefill + d.decode != replicas:
-            raise VazaoError(f"--disagg {d.prefill}:{d.decode} needs {d.prefill + d.decode} replicas; "
+            raise VazaoError(f"disaggregation {d.prefill}:{d.decode} needs {d.prefill + d.decode} replicas; "
                              f"{dep.label()} has {replicas} (count / (tp × pp))")
         first = [Engine(dep, cfg, blocks, max_context, stats, None, index=i, role="prefill")
                  for i in range(d.prefill)]

@@ -39,7 +39,10 @@ from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from aiohttp import web
+try:  # aiohttp is test support only (the dev and testing extras), never a dependency of the library
+    from aiohttp import web
+except ImportError:
+    raise ImportError("vazao.testing.fake_server needs aiohttp: pip install 'vazao[testing]'") from None
 
 from vazao.units import parse_duration
 

@@ -1,0 +1,27 @@
+"""Start-up guards (issue 11: a one-shot command under 0.3 s of CPU): a catalog look-up builds no
+pydantic schema; the config.json schema (catalog/hf_schema.py) is built on a config.json's first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = """
+import sys
+from vazao.catalog.models import load_model
+assert load_model("llama-3.1-8b").arch.num_layers == 32
+print("pydantic" in sys.modules, "vazao.catalog.hf_schema" in sys.modules)
+"""
+
+
+def test_a_catalog_look_up_builds_no_config_schema():
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_the_schema_is_still_there_for_a_config_json():
+    from vazao.catalog.models import from_hf_config
+
+    arch = from_hf_config({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                           "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 512})
+    assert "vazao.catalog.hf_schema" in sys.modules and arch.num_layers == 2
