@@ -16,6 +16,7 @@ EXPORTED = [
     "calibrate_engine", "deployment_for", "estimate", "fit", "get_accelerator", "get_engine", "get_format",
     "get_model", "get_price", "load_model", "load_workload", "make_deployment", "predict_rows", "read_rows",
     "run_bench", "run_plan", "selfhost_cost", "simulate", "step_cost", "summarize",
+    "SelfHostQuery", "selfhost_for", "load_budget", "check_budget",
 ]
 
 

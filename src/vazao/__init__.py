@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "TokenLedger": "vazao.cost.ledger", "bill_requests": "vazao.cost.ledger",
     "Conversation": "vazao.cost.conversation", "bill_conversation": "vazao.cost.conversation",
     "AgentTask": "vazao.cost.agent", "bill_agent": "vazao.cost.agent", "selfhost_cost": "vazao.cost.selfhost",
+    "SelfHostQuery": "vazao.cost.policy", "selfhost_for": "vazao.cost.policy",
+    # budgets
+    "load_budget": "vazao.budget", "check_budget": "vazao.budget",
     # planning and accuracy
     "PlanInputs": "vazao.plan", "Traffic": "vazao.plan", "run_plan": "vazao.plan",
     "read_rows": "vazao.validate", "predict_rows": "vazao.validate", "calibrate_engine": "vazao.calibrate",

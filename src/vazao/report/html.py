@@ -50,9 +50,3 @@ def render_report(report: Report) -> str:
 def chart_page(vl_spec: dict, *, title: str) -> str:
     """One interactive chart as a self-contained page."""
     return _page("chart.html.j2", [(title, vl_spec)], title=title)
-
-
-def write_report(report: Report, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(render_report(report), encoding="utf-8")
-    return path

@@ -39,10 +39,6 @@ def _data(rows: Sequence[dict[str, Any]]):
     return altair().Data(values=list(rows))
 
 
-def _log(title: str):
-    return altair().Scale(type="log"), title
-
-
 def roofline_chart(points: Sequence[RooflinePoint], ceilings: Ceilings):
     """Achieved FLOP/s against arithmetic intensity, under min(peak, bandwidth × intensity) for each
     dtype's peak. Points and ceilings are per GPU (a step's FLOPs and bytes are per tensor-parallel rank)."""
