@@ -261,3 +261,13 @@ def test_compare_measured_with_simulated(fake_llm, wl, tmp_path, gemma_gguf):
     assert local["requests"] == 9 and local["ttft_s"]["p50"] > 0
     r = runner.invoke(app, ["compare", str(a), "--simulate"])
     assert r.exit_code == 2 and "--gpu" in r.stderr
+
+
+def test_option_conflicts_name_the_options_before_any_traffic(wl, tmp_path):
+    # the library says "find_max needs an SLO" / "concurrency or rate"; the command names its own options
+    url = "http://127.0.0.1:9/v1"  # discard port: nothing may be sent
+    r = bench(url, "-w", str(wl), "--records", str(tmp_path / "a.jsonl"), "--find-max")
+    assert r.exit_code == 2 and "--find-max needs an --slo" in r.output, r.output
+    r = bench(url, "-w", str(wl), "--records", str(tmp_path / "b.jsonl"), "--rate", "1", "--concurrency", "2")
+    assert r.exit_code == 2 and "give --concurrency or --rate, not both" in r.output, r.output
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / "b.jsonl").exists()

@@ -163,7 +163,7 @@ def test_find_max_concurrency_under_an_slo(fake_llm, tmp_path):
 
 def test_find_max_needs_an_slo(fake_llm, tmp_path):
     wl = workload(tmp_path, "arrival: {kind: poisson, rate: 1}\nprompt: 8\noutput: 4\nrequests: 4")
-    with pytest.raises(VazaoError, match="--slo"):
+    with pytest.raises(VazaoError, match="find_max needs an SLO"):
         bench(fake_llm.url, wl, tmp_path, find_max=True)
 
 

@@ -86,7 +86,8 @@ def test_output_paths(tmp_path):
     assert "does not exist" in err(inputs.output_file, tmp_path / "no" / "x.json", "-o")
     f = tmp_path / "x.json"
     f.write_text("kept")
-    assert "--force" in err(inputs.output_file, f, "-o", force=False)
+    refused = err(inputs.output_file, f, "-o", force=False)
+    assert "exists; refusing to overwrite it (force=False)" in refused and "--force" not in refused
     assert inputs.output_file(f, "-o") == f
     inputs.write_text(f, "new")
     assert f.read_text() == "new" and os.listdir(tmp_path) == ["x.json"]

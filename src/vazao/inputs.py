@@ -57,6 +57,14 @@ def input_file(path: Path | str, what: str = "input file", *, allow_special: boo
     return p
 
 
+class OutputExists(VazaoError):
+    """An output file already there, where the caller asked not to replace one (force=False)."""
+
+    def __init__(self, what: str, shown: str):
+        self.what, self.shown = what, shown
+        super().__init__(f"{what} {shown} exists; refusing to overwrite it (force=False)")
+
+
 def output_file(path: Path | str, what: str = "output file", *, force: bool = True) -> Path:
     """A path a user named to be written, checked before any work: its folder exists and is a
     folder, it is not itself a folder, and (unless force) it does not already exist."""
@@ -71,7 +79,7 @@ def output_file(path: Path | str, what: str = "output file", *, force: bool = Tr
         if stat.S_ISDIR(st.st_mode):
             raise VazaoError(f"{what} {_show(p)} is a folder; name a file")
         if stat.S_ISREG(st.st_mode) and not force:
-            raise VazaoError(f"{what} {_show(p)} exists; pass --force to overwrite it")
+            raise OutputExists(what, _show(p))
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise VazaoError(f"{what} {_show(p)}: folder {_show(parent)} does not exist")

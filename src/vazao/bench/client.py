@@ -75,7 +75,7 @@ class Target:
 
     def __post_init__(self) -> None:
         if self.api not in API_PATHS:
-            raise VazaoError(f"--api must be chat or completions, got {self.api!r}")
+            raise VazaoError(f"api must be chat or completions, got {self.api!r}")
         shown = _show_url(self.base_url)
         if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in self.base_url):
             raise VazaoError(f"URL {shown!r} holds a space or a control character")
@@ -170,7 +170,7 @@ def load_tokenizer(path: str):
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise VazaoError("--tokenizer needs the optional package 'tokenizers': "
+        raise VazaoError("a tokenizer file needs the optional package 'tokenizers': "
                          "pip install 'vazao[tokenizers]'") from None
     try:
         return Tokenizer.from_file(str(path))

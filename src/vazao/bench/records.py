@@ -69,7 +69,7 @@ class RecordLog:
         try:
             self._fh = open(self.path, "w" if overwrite else "x", encoding="utf-8", buffering=1)  # noqa: SIM115
         except FileExistsError:
-            raise VazaoError(f"records file {self.path} exists; pass --force to overwrite it") from None
+            raise inputs.OutputExists("records file", str(self.path)) from None
         except OSError as exc:
             raise VazaoError(f"cannot write records file {self.path}: {exc.strerror or exc}") from None
         self.written = 0

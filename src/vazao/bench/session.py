@@ -66,7 +66,7 @@ class BenchConfig:
 
     def levels(self) -> list[dict[str, Any]]:
         if self.concurrency and self.rate:
-            raise VazaoError("give --concurrency or --rate, not both")
+            raise VazaoError("give concurrency or rate, not both")
         if self.concurrency:
             return [{"concurrency": c} for c in self.concurrency]
         if self.rate:
@@ -206,9 +206,9 @@ async def _run_bench(cfg: BenchConfig, result: BenchResult | None) -> BenchResul
     deadline = time.perf_counter() + cfg.max_time_s if cfg.max_time_s else None
     levels = cfg.levels()
     if cfg.find_max and cfg.slo is None:
-        raise VazaoError("--find-max needs an --slo to meet, e.g. --slo ttft_p95=1s")
+        raise VazaoError("find_max needs an SLO to meet (e.g. ttft_p95=1s)")
     if cfg.find_max and len(levels) > 1:
-        raise VazaoError("--find-max starts from one --rate or --concurrency value, not a list")
+        raise VazaoError("find_max starts from one rate or concurrency value, not a list")
     workload, _, _ = _plan(cfg, levels[0])  # an invalid workload fails here, before any traffic
     result = result or BenchResult(cfg, workload)
     result.workload = workload
@@ -253,7 +253,7 @@ async def _preflight(client: StreamClient, maker: TextMaker, log: RecordLog, pro
         return await asyncio.wait_for(preflight(client, maker, log, probe=probe),
                                       max(0.0, deadline - time.perf_counter()))
     except asyncio.TimeoutError:
-        raise BenchRefused("the run's time limit (--max-time) ran out during the pre-flight "
+        raise BenchRefused("the run's time limit (max_time_s) ran out during the pre-flight "
                            "(server facts and probe requests)") from None
 
 
@@ -334,7 +334,7 @@ def collect_warnings(result: BenchResult) -> list[str]:
         if lv.peak_in_flight >= cfg.max_connections:
             out.append(f"{where}{lv.peak_in_flight} requests were in flight against a limit of "
                        f"{cfg.max_connections} connections: later ones queued inside the client "
-                       "(raise --max-connections)")
+                       "(raise max_connections)")
         if lv.not_sent:
             out.append(f"{where}{lv.not_sent} planned requests were not sent: the level's time ran out ({lv.stopped})")
         n, bad = len(lv.records), sum(lv.errors.values())

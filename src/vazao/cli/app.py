@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from vazao import limits
 from vazao.errors import VazaoError
-from vazao.inputs import number, number_list
+from vazao.inputs import OutputExists, number, number_list
 
 # Set per invocation by _Group.main: whether `--json` or `--csv` was asked for, whether a result
 # object is already on stdout (then an error goes to stderr only, so stdout stays one JSON object),
@@ -182,7 +182,7 @@ class _Group(HelpGroup):
             report_error(exc.format_message())
             sys.exit(2)
         except VazaoError as exc:
-            report_error(exc)
+            report_error(error_text(exc))
             sys.exit(2)
         except typer.Abort:
             report_error("aborted")
@@ -228,6 +228,14 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(_clean(obj), indent=2) + "\n")
     sys.stdout.flush()
     _state["emitted"] = True
+
+
+def error_text(exc: VazaoError) -> str:
+    """A library error as the CLI says it: a refused overwrite names the option that allows it (the
+    library says force=False; only commands with a --force option ask it not to overwrite)."""
+    if isinstance(exc, OutputExists):
+        return f"{exc.what} {exc.shown} exists; pass --force to overwrite it"
+    return str(exc)
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from vazao import inputs
-from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, fail, report_error
+from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, error_text, fail, report_error
 from vazao.cli.interrupt import Interrupted, Interrupts
 from vazao.errors import VazaoError
 from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
@@ -211,6 +211,10 @@ def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict
     out_path = reports.get("json", out_path)
     hdrs = _headers(o["header"])
     c, r = o["concurrency"], o["rate"]
+    if c is not None and r is not None:
+        raise VazaoError("give --concurrency or --rate, not both")
+    if o["find_max"] and not o["slo"]:
+        raise VazaoError("--find-max needs an --slo to meet, e.g. --slo ttft_p95=1s")
     cfg = BenchConfig(
         target=Target(url, model=o["model"], api=o["api"], api_key_env=o["api_key_env"] or None,
                       include_usage=o["usage"], ignore_eos=o["ignore_eos"], extra_body=_extra_body(o["extra_body"]),
@@ -261,7 +265,7 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
     try:
         cfg, out_path, reports = _config(url, o)
     except VazaoError as exc:
-        fail(redact.redact(str(exc)))
+        fail(redact.redact(error_text(exc)))
     result = BenchResult(cfg, None)
     sig = Interrupts(say=lambda text: _say(text, err=True))
     try:
@@ -270,7 +274,7 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
         except BenchRefused as exc:
             fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
         except VazaoError as exc:
-            fail(redact.redact(str(exc)))
+            fail(redact.redact(error_text(exc)))
         _finish(cfg, result, out_path, signum, json_out=json_out, reports=reports)
     finally:
         sig.restore()

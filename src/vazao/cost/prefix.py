@@ -424,10 +424,27 @@ def _bill(run: CacheRun, table: PriceTable, unit: str, cpt: float, ttl: str | No
     return CacheCost(run.hit_rate, read_t, write_t, uncached.total, cached.total)
 
 
-def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token", block: int | None = None,
-            min_cacheable_tokens: int = 1024, ttl_s: float | None = 300.0, cache_ttl: str | None = None,
-            chars_per_token: float = 4.0, encode: Callable[[str], list] | None = None,
-            min_run_tokens: int = 32, window_tokens: int = 4096) -> PrefixReport:
+@dataclass(frozen=True)
+class _Units:
+    """The requests as unit sequences in the order the cache sees them, with every length in units."""
+
+    unit: str
+    chars_per_token: float
+    seqs: list[list]
+    times: list[float | None]
+    ttl_s: float | None  # None when the requests carry no timestamps: entries never expire
+    block: int
+    min_units: int
+    min_run: int
+    window: int
+    anchor_units: int
+    notes: tuple[str, ...]
+
+    def tokens(self, units: int) -> int:
+        return _to_tokens(units, self.unit, self.chars_per_token)
+
+
+def _check_analyze(requests: Sequence[Request], table: PriceTable, unit: str, chars_per_token: float) -> None:
     if not requests:
         raise VazaoError("no requests to analyze")
     if unit not in ("token", "char"):
@@ -436,56 +453,81 @@ def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token",
         raise VazaoError(f"{table.id} lists no prompt-cache price; pick a price with cache reads")
     if chars_per_token <= 0:
         raise VazaoError(f"chars_per_token must be positive, got {chars_per_token}")
-    notes = []
-    have_times = all(r.time_s is not None for r in requests)
-    if not have_times:
-        if ttl_s is not None:
-            notes.append("requests carry no timestamps: cache entries never expire in this simulation")
-        ttl_s_eff = None
-        ordered = list(requests)
-    else:
-        ttl_s_eff = ttl_s
-        ordered = sorted(requests, key=lambda r: r.time_s)
+
+
+def _in_cache_order(requests: Sequence[Request], ttl_s: float | None) -> tuple[list[Request], float | None, list[str]]:
+    """Requests in time order with the TTL that applies; without timestamps, file order and no expiry."""
+    if all(r.time_s is not None for r in requests):
+        return sorted(requests, key=lambda r: r.time_s), ttl_s, []
+    notes = ["requests carry no timestamps: cache entries never expire in this simulation"] if ttl_s is not None else []
+    return list(requests), None, notes
+
+
+def _to_units(requests: Sequence[Request], unit: str, block: int | None, min_cacheable_tokens: int,
+              ttl_s: float | None, chars_per_token: float, encode: Callable[[str], list] | None,
+              min_run_tokens: int, window_tokens: int) -> _Units:
+    ordered, ttl_s_eff, notes = _in_cache_order(requests, ttl_s)
     scale = chars_per_token if unit == "char" else 1.0
     if unit == "char":
         seqs: list[list] = [list(r.text) for r in ordered]
     else:
-        enc = encode or pretokenize
-        seqs = [enc(r.text) for r in ordered]
+        seqs = [(encode or pretokenize)(r.text) for r in ordered]
         if encode is None:
             notes.append("token counts are approximate (regex pre-tokenizer); give a tokenizer.json for exact ones")
-    block = block or (16 if unit == "token" else 64)
-    min_units = int(round(min_cacheable_tokens * scale))
-    min_run = max(1, int(round(min_run_tokens * scale)))
-    window = int(window_tokens * scale)
-    times = [r.time_s for r in ordered]
+    return _Units(unit=unit, chars_per_token=chars_per_token, seqs=seqs, times=[r.time_s for r in ordered],
+                  ttl_s=ttl_s_eff, block=block or (16 if unit == "token" else 64),
+                  min_units=int(round(min_cacheable_tokens * scale)),
+                  min_run=max(1, int(round(min_run_tokens * scale))), window=int(window_tokens * scale),
+                  anchor_units=int(ANCHOR_UNITS * scale), notes=tuple(notes))
 
-    run = simulate_cache(seqs, times, block, min_units, ttl_s_eff)
-    cost = _bill(run, table, unit, chars_per_token, cache_ttl)
 
-    lcp = _lcp_all(seqs)
-    maj_units, maj_n = _majority_prefix(seqs, block)
-    tail = "".join(_unit_text(u) for u in seqs[0][max(0, lcp - 40):lcp]) if lcp else ""
+def _simulate_and_bill(u: _Units, seqs: Sequence[Sequence], table: PriceTable, cache_ttl: str | None) -> CacheCost:
+    run = simulate_cache(seqs, u.times, u.block, u.min_units, u.ttl_s)
+    return _bill(run, table, u.unit, u.chars_per_token, cache_ttl)
 
-    # Volatile spans: each request against the one before it (a bounded sample of pairs).
+
+@dataclass(frozen=True)
+class _VolatileScan:
+    """Volatile spans found in a bounded sample of consecutive request pairs."""
+
+    step: int  # every step-th pair was compared
+    per_request: dict[int, list[Span]]  # request index -> its volatile spans
+    groups: dict[str, list[tuple[Span, str]]]  # anchor text -> (span, value) in each request
+
+
+def _anchored_value(u: _Units, a: Sequence, sa: Span, b: Sequence, sb: Span) -> tuple[str, str]:
+    """(anchor, value): the static text before the span in a, and the span's text in b."""
+    anchor = "".join(_unit_text(x) for x in a[max(0, sa.start - u.anchor_units):sa.start])
+    text = "".join(_unit_text(x) for x in b[sb.start:sb.end])
+    # the anchor's last word belongs to the value when the split falls inside it ("14:" + "02")
+    glued = "" if anchor[-1:].isspace() else anchor.split()[-1] if anchor.split() else ""
+    return anchor.strip(), glued + text
+
+
+def _scan_volatile(u: _Units) -> _VolatileScan:
+    """Each request against the one before it (every step-th pair, at most MAX_PAIRS)."""
+    seqs = u.seqs
     step = max(1, (len(seqs) - 1) // MAX_PAIRS)
     per_request: dict[int, list[Span]] = defaultdict(list)
     groups: dict[str, list[tuple[Span, str]]] = defaultdict(list)
     for i in range(1, len(seqs), step):
         a, b = seqs[i - 1], seqs[i]
-        for sa, sb in volatile_spans(a, b, window, min_run):
-            if unit == "char":
+        for sa, sb in volatile_spans(a, b, u.window, u.min_run):
+            if u.unit == "char":
                 sa, sb = _word_align(a, sa), _word_align(b, sb)
-            anchor = "".join(_unit_text(u) for u in a[max(0, sa.start - int(ANCHOR_UNITS * scale)):sa.start])
-            text = "".join(_unit_text(u) for u in b[sb.start:sb.end])
-            # the anchor's last word belongs to the value when the split falls inside it ("14:" + "02")
-            glued = "" if anchor[-1:].isspace() else anchor.split()[-1] if anchor.split() else ""
-            groups[anchor.strip()].append((sb, glued + text))
+            anchor, value = _anchored_value(u, a, sa, b, sb)
+            groups[anchor].append((sb, value))
             per_request[i].append(sb)
+            # with every pair compared, request i - 1's spans came in as the later side of the pair before
             if i == 1 or step > 1:
                 per_request.setdefault(i - 1, [])
                 if sa not in per_request[i - 1]:
                     per_request[i - 1].append(sa)
+    return _VolatileScan(step, per_request, groups)
+
+
+def _findings(u: _Units, groups: Mapping[str, list[tuple[Span, str]]]) -> list[VolatileFinding]:
+    """One finding per anchor, the ones that lose the most cached tokens first."""
     findings = []
     for anchor, items in groups.items():
         texts = [t for _, t in items]  # each with the anchor's last word when the split cut a word
@@ -493,36 +535,56 @@ def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token",
         after = sorted(s.static_after for s, _ in items)[len(items) // 2]
         examples = tuple(t for t, _ in Counter(t.strip() for t in texts).most_common(3))
         findings.append(VolatileFinding(
-            kind=classify(" ".join(texts)), anchor=anchor[-60:],
-            position_tokens=_to_tokens(pos, unit, chars_per_token), requests=len(items),
-            static_after_tokens=_to_tokens(after, unit, chars_per_token), examples=examples))
+            kind=classify(" ".join(texts)), anchor=anchor[-60:], position_tokens=u.tokens(pos), requests=len(items),
+            static_after_tokens=u.tokens(after), examples=examples))
     findings.sort(key=lambda f: (-f.requests * f.static_after_tokens, f.position_tokens))
-    if step > 1:
-        notes.append(f"volatile content searched in every {step}th pair of consecutive requests; the "
+    return findings
+
+
+def _move_to_end(seq: Sequence, spans: Sequence[Span]) -> list:
+    """seq with the given spans (overlapping ones skipped) cut out and appended in order."""
+    keep, tail_units, cur = [], [], 0
+    for sp in sorted(spans, key=lambda x: x.start):
+        if sp.start < cur:
+            continue
+        keep.extend(seq[cur:sp.start])
+        tail_units.extend(seq[sp.start:sp.end])
+        cur = sp.end
+    return keep + list(seq[cur:]) + tail_units
+
+
+def _after_fix(u: _Units, scan: _VolatileScan, table: PriceTable, cache_ttl: str | None) -> CacheCost | None:
+    """The bill with every volatile span found moved to the end of its prompt."""
+    if not scan.per_request:
+        return None
+    moved = [_move_to_end(s, scan.per_request.get(i, [])) for i, s in enumerate(u.seqs)]
+    return _simulate_and_bill(u, moved, table, cache_ttl)
+
+
+def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token", block: int | None = None,
+            min_cacheable_tokens: int = 1024, ttl_s: float | None = 300.0, cache_ttl: str | None = None,
+            chars_per_token: float = 4.0, encode: Callable[[str], list] | None = None,
+            min_run_tokens: int = 32, window_tokens: int = 4096) -> PrefixReport:
+    _check_analyze(requests, table, unit, chars_per_token)
+    u = _to_units(requests, unit, block, min_cacheable_tokens, ttl_s, chars_per_token, encode, min_run_tokens,
+                  window_tokens)
+    cost = _simulate_and_bill(u, u.seqs, table, cache_ttl)
+    lcp = _lcp_all(u.seqs)
+    maj_units, maj_n = _majority_prefix(u.seqs, u.block)
+    tail = "".join(_unit_text(x) for x in u.seqs[0][max(0, lcp - 40):lcp]) if lcp else ""
+    scan = _scan_volatile(u)
+    findings = _findings(u, scan.groups)
+    notes = list(u.notes)
+    if scan.step > 1:
+        notes.append(f"volatile content searched in every {scan.step}th pair of consecutive requests; the "
                      "'moved to the end' estimate moves it only in those requests (a lower bound)")
-
-    after_fix = None
-    if per_request:
-        moved = []
-        for i, s in enumerate(seqs):
-            spans = sorted(per_request.get(i, []), key=lambda x: x.start)
-            keep, tail_units, cur = [], [], 0
-            for sp in spans:
-                if sp.start < cur:
-                    continue
-                keep.extend(s[cur:sp.start])
-                tail_units.extend(s[sp.start:sp.end])
-                cur = sp.end
-            moved.append(keep + list(s[cur:]) + tail_units)
-        after_fix = _bill(simulate_cache(moved, times, block, min_units, ttl_s_eff), table, unit,
-                          chars_per_token, cache_ttl)
-
-    advice = _advice(findings, cost, after_fix, _to_tokens(lcp, unit, chars_per_token), min_cacheable_tokens)
+    after_fix = _after_fix(u, scan, table, cache_ttl)
+    advice = _advice(findings, cost, after_fix, u.tokens(lcp), min_cacheable_tokens)
     return PrefixReport(
-        requests=len(seqs), unit=unit, block_units=block, min_cacheable_units=min_units, ttl_s=ttl_s_eff,
-        prompt_tokens=sum(_to_tokens(len(s), unit, chars_per_token) for s in seqs),
-        static_prefix_tokens=_to_tokens(lcp, unit, chars_per_token), static_prefix_tail=tail,
-        majority_prefix_tokens=_to_tokens(maj_units, unit, chars_per_token), majority_requests=maj_n,
+        requests=len(u.seqs), unit=unit, block_units=u.block, min_cacheable_units=u.min_units, ttl_s=u.ttl_s,
+        prompt_tokens=sum(u.tokens(len(s)) for s in u.seqs),
+        static_prefix_tokens=u.tokens(lcp), static_prefix_tail=tail,
+        majority_prefix_tokens=u.tokens(maj_units), majority_requests=maj_n,
         price=table.id, cache=cost, volatile=tuple(findings), after_fix=after_fix, advice=tuple(advice),
         notes=tuple(notes),
     )

@@ -14,8 +14,11 @@ TPOT, TTFT and E2E (mean lengths, no queueing) are within every limit."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Protocol
 
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
@@ -23,6 +26,10 @@ from vazao.errors import VazaoError
 from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.physics.memory import fit
 from vazao.results import SLO, RunSummary
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
+    from vazao.workload import Workload
 
 MICRO = Decimal("0.000001")
 SOURCES = ("simulated", "measured", "analytic")
@@ -56,7 +63,7 @@ def throughput_from_summary(summary: RunSummary, source: str = "measured", detai
     return Throughput(rps, inp, out, source, note)
 
 
-def analytic_throughput(dep, input_tokens: int, output_tokens: int, slo: SLO | None = None,
+def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, slo: SLO | None = None,
                         cached_tokens: int = 0) -> Throughput:
     """Steady-state throughput on the analytic model. Without an SLO: estimate.max_load_throughput
     (the same cycle at the largest batch memory allows). With one: estimate.slo_batch, the largest
@@ -173,85 +180,131 @@ MIN_REQUESTS = 100
 REQUESTS_PER_SLOT = 4
 
 
-def simulated_throughput(dep, workload, slo: SLO | None = None, simulate=None) -> Throughput:
+class SimRun(Protocol):
+    """What the search reads of a simulated run (vazao.sim.SimResult, or a stand-in in tests)."""
+
+    summary: RunSummary
+    mean_batch: float
+
+
+Simulate = Callable[..., SimRun]  # simulate(dep, workload, slo=...) as vazao.sim.simulate
+
+
+class _ClosedLoopRuns:
+    """Closed-loop simulated runs of one workload, by concurrency; each concurrency is simulated once."""
+
+    def __init__(self, dep: Deployment, workload: Workload, slo: SLO | None, simulate: Simulate) -> None:
+        self.dep, self.workload, self.slo, self.simulate = dep, workload, slo, simulate
+        self._runs: dict[int, SimRun] = {}
+
+    def __call__(self, c: int) -> SimRun:
+        if c not in self._runs:
+            # Enough requests for a p95 without thousands at low concurrency; the first c (all sent
+            # at t = 0, a burst no steady state has) are warm-up and left out of the summary.
+            n = max(MIN_REQUESTS, REQUESTS_PER_SLOT * c)
+            w = replace(self.workload.with_overrides(concurrency=c, requests=n + c), warmup=c)
+            self._runs[c] = self.simulate(self.dep, w, slo=self.slo)
+        return self._runs[c]
+
+    def meets(self, c: int) -> bool:
+        assert self.slo is not None  # only the SLO search asks
+        return self.slo.met_by(self(c).summary)
+
+
+def _analytic_guess(dep: Deployment, workload: Workload, slo: SLO) -> int:
+    """The analytic model's SLO batch at the workload's mean lengths: where the search starts."""
+    plan = workload.plan() if workload.bounded else []
+    if not plan:
+        return 1
+    mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
+    mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
+    return max(1, analytic_throughput(dep, mean_in, mean_out, slo).batch or 1)
+
+
+def _bracket(meets: Callable[[int], bool], start: int, top: int) -> tuple[int | None, int | None]:
+    """(good, bad): from `start`, double while the SLO is met (up to top) or halve while it is not;
+    good meets it, bad does not, None where no such concurrency was found."""
+    good, bad = None, None
+    c = start
+    if meets(c):
+        good = c
+        while good < top:
+            c = min(top, good * 2)
+            if not meets(c):
+                bad = c
+                break
+            good = c
+    else:
+        bad = c
+        while bad > 1:
+            c = bad // 2
+            if meets(c):
+                good = c
+                break
+            bad = c
+    return good, bad
+
+
+def _bisect(meets: Callable[[int], bool], good: int, bad: int | None) -> int:
+    """The highest concurrency found between good (met) and bad (missed), in at most MAX_BISECT runs."""
+    for _ in range(MAX_BISECT):
+        if bad is None or bad - good <= 1:
+            break
+        mid = (good + bad) // 2
+        if meets(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _slo_concurrency(runs: _ClosedLoopRuns, slo: SLO, top: int) -> int | None:
+    """The highest concurrency whose run meets the SLO, None when even concurrency 1 misses it."""
+    good, bad = _bracket(runs.meets, min(top, _analytic_guess(runs.dep, runs.workload, slo)), top)
+    return None if good is None else _bisect(runs.meets, good, bad)
+
+
+def _input_share(dep: Deployment, best: SimRun) -> float | None:
+    """The prefill share of GPU time: the analytic model at the run's mean lengths and mean batch."""
+    s = best.summary
+    done = max(1, s.requests - s.errors)
+    mean_in, mean_out = round(s.prompt_tokens / done), round(s.output_tokens / done)
+    if mean_in >= 1 and mean_out >= 1 and best.mean_batch >= 1:
+        return steady_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
+    return None
+
+
+def _simulated_detail(workload: Workload, slo: SLO | None, concurrency: int, best: SimRun) -> str:
+    s = best.summary
+    limits = "no SLO (saturated)" if slo is None else "meets " + ", ".join(slo.limits)
+    return (f"simulated {workload.name}, closed loop at concurrency {concurrency}, {limits}: p95 TTFT "
+            f"{s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms, mean batch "
+            f"{best.mean_batch:.0f}")
+
+
+def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = None,
+                         simulate: Simulate | None = None) -> Throughput:
     """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs
     closed-loop: without an SLO at the engine's max_num_seqs per replica (saturation); with one, at the
     highest concurrency whose run meets every limit (doubling, then bisecting). The input/output time
     split comes from the analytic model at the simulated mean batch."""
     if simulate is None:
         from vazao.sim import simulate
+    runs = _ClosedLoopRuns(dep, workload, slo, simulate)
     top = max(1, dep.engine.max_num_seqs * dep.replicas)
-    runs: dict[int, object] = {}
-
-    def run(c: int):
-        if c not in runs:
-            # Enough requests for a p95 without thousands at low concurrency; the first c (all sent
-            # at t = 0, a burst no steady state has) are warm-up and left out of the summary.
-            n = max(MIN_REQUESTS, REQUESTS_PER_SLOT * c)
-            w = replace(workload.with_overrides(concurrency=c, requests=n + c), warmup=c)
-            runs[c] = simulate(dep, w, slo=slo)
-        return runs[c]
-
-    if slo is None:
-        best_c, best = top, run(top)
-    else:
-        # start where the analytic model puts the SLO batch, then double or halve, then bisect
-        plan = workload.plan() if workload.bounded else []
-        guess = 1
-        if plan:
-            mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
-            mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
-            guess = max(1, analytic_throughput(dep, mean_in, mean_out, slo).batch or 1)
-        c = min(top, guess)
-        good, bad = None, None
-        if slo.met_by(run(c).summary):
-            good = c
-            while good < top:
-                c = min(top, good * 2)
-                if not slo.met_by(run(c).summary):
-                    bad = c
-                    break
-                good = c
-        else:
-            bad = c
-            while bad > 1:
-                c = bad // 2
-                if slo.met_by(run(c).summary):
-                    good = c
-                    break
-                bad = c
-        if good is None:
-            return Throughput(0.0, 0.0, 0.0, "simulated",
-                              f"simulated {workload.name}: the SLO is missed even at concurrency 1", None, 0)
-        for _ in range(MAX_BISECT):
-            if bad is None or bad - good <= 1:
-                break
-            mid = (good + bad) // 2
-            if slo.met_by(run(mid).summary):
-                good = mid
-            else:
-                bad = mid
-        best_c, best = good, run(good)
-    s = best.summary
-    share = None
-    done = max(1, s.requests - s.errors)
-    mean_in, mean_out = round(s.prompt_tokens / done), round(s.output_tokens / done)
-    if mean_in >= 1 and mean_out >= 1 and best.mean_batch >= 1:
-        share = steady_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
-    limits = "no SLO (saturated)" if slo is None else "meets " + ", ".join(slo.limits)
-    detail = (f"simulated {workload.name}, closed loop at concurrency {best_c}, {limits}: p95 TTFT "
-              f"{s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms, mean batch "
-              f"{best.mean_batch:.0f}")
-    tp = throughput_from_summary(s, "simulated", detail)
+    best_c = top if slo is None else _slo_concurrency(runs, slo, top)
+    if best_c is None:
+        return Throughput(0.0, 0.0, 0.0, "simulated",
+                          f"simulated {workload.name}: the SLO is missed even at concurrency 1", None, 0)
+    best = runs(best_c)
+    tp = throughput_from_summary(best.summary, "simulated", _simulated_detail(workload, slo, best_c, best))
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
-                      share, best_c)
+                      _input_share(dep, best), best_c)
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
     """The deployment `c` (costed at its SLO capacity) serving `requests_per_s`: enough copies of it to
     carry the traffic, each as busy as the traffic makes it (utilisation = traffic / capacity)."""
-    import math
-
     cap = c.throughput.requests_per_s
     if cap <= 0:
         raise VazaoError(f"{c.deployment} serves no request within the SLO: it cannot carry any traffic")
