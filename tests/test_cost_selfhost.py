@@ -6,11 +6,15 @@ import json
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from vazao.cli import app
 from vazao.cost.selfhost import (
     Throughput,
+    _bisect,
+    _bracket,
     analytic_throughput,
     selfhost_cost,
     simulated_throughput,
@@ -103,20 +107,8 @@ def test_simulated_capacity_meets_the_slo():
 
 def test_simulated_search_finds_the_highest_concurrency_that_meets_the_slo():
     """A stand-in simulator whose p95 TTFT crosses the limit above concurrency 37."""
-    from types import SimpleNamespace
-
-    calls = []
-
-    def fake(dep, workload, slo=None):
-        c = workload.concurrency
-        calls.append(c)
-        assert workload.warmup == c  # the t = 0 burst is left out of the summary
-        s = RunSummary(requests=workload.requests - c, errors=0, duration_s=10.0, ttft_s=lat(0.1 + 0.01 * c),
-                       itl_s=lat(0.02), tpot_s=lat(0.02), e2e_s=lat(1.0), request_throughput_per_s=c / 10,
-                       output_tokens_per_s=25.0 * c, total_tokens_per_s=125.0 * c,
-                       prompt_tokens=100 * (workload.requests - c), output_tokens=25 * (workload.requests - c))
-        return SimpleNamespace(summary=s, mean_batch=float(c))
-
+    calls: list[int] = []
+    fake = _knee_sim(calls)
     dep = deployment_for("llama-3.1-8b", "h100-sxm")
     tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=fake)
     assert tp.batch == 37  # 0.1 + 0.01 × 37 = 0.47 s
@@ -184,3 +176,46 @@ def test_selfhost_states_its_default_slo_and_costs_a_given_traffic():
     half = json.loads(runner.invoke(app, [*base, "--traffic", f"{rps / 2}/s", "--json"]).stdout)
     assert half["gpus"] == 1
     assert float(half["usd_per_mtok_output"]) == pytest.approx(2 * float(full["usd_per_mtok_output"]), rel=1e-3)
+
+
+def _knee_sim(calls: list[int]):
+    """A stand-in simulator whose p95 TTFT is 0.1 + 0.01 × concurrency s, mean batch = concurrency."""
+    from types import SimpleNamespace
+
+    def fake(dep, workload, slo=None):
+        c = workload.concurrency
+        calls.append(c)
+        assert workload.warmup == c  # the t = 0 burst is left out of the summary
+        n = workload.requests - c
+        s = RunSummary(requests=n, errors=0, duration_s=10.0, ttft_s=lat(0.1 + 0.01 * c), itl_s=lat(0.02),
+                       tpot_s=lat(0.02), e2e_s=lat(1.0), request_throughput_per_s=c / 10,
+                       output_tokens_per_s=25.0 * c, total_tokens_per_s=125.0 * c, prompt_tokens=100 * n,
+                       output_tokens=25 * n)
+        return SimpleNamespace(summary=s, mean_batch=float(c))
+
+    return fake
+
+
+def test_simulated_search_runs_each_concurrency_once_and_saturates_without_an_slo():
+    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    calls: list[int] = []
+    tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=_knee_sim(calls))
+    assert tp.batch == 37 and len(calls) == len(set(calls))
+    assert tp.input_time_share is not None and 0 < tp.input_time_share < 1
+    calls.clear()
+    top = dep.engine.max_num_seqs * dep.replicas
+    sat = simulated_throughput(dep, load_workload("chat"), None, simulate=_knee_sim(calls))
+    assert calls == [top] and sat.batch == top and "no SLO (saturated)" in sat.detail
+
+
+@settings(max_examples=200, deadline=None)
+@given(top=st.integers(1, 128), start=st.integers(1, 128), knee=st.integers(0, 128))
+def test_bracket_then_bisect_finds_the_highest_concurrency_that_meets(top, start, knee):
+    """Met up to the knee, missed above it: doubling/halving then bisecting lands on the knee (capped by
+    top) — exactly, since a bracket up to 128 wide closes within MAX_BISECT halvings."""
+    knee, start = min(knee, top), min(start, top)
+    good, bad = _bracket(lambda c: c <= knee, start, top)
+    if knee == 0:
+        assert good is None
+    else:
+        assert _bisect(lambda c: c <= knee, good, bad) == knee

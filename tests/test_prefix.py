@@ -13,6 +13,8 @@ from vazao.catalog.prices import get_price
 from vazao.cli import app
 from vazao.cost.prefix import (
     Request,
+    Span,
+    _move_to_end,
     analyze,
     classify,
     pretokenize,
@@ -21,6 +23,8 @@ from vazao.cost.prefix import (
     simulate_cache,
     volatile_spans,
 )
+from vazao.cost.prompt_cache import lcp_all, majority_prefix
+from vazao.cost.volatile import word_align
 from vazao.errors import VazaoError
 
 runner = CliRunner()
@@ -153,3 +157,44 @@ def test_prefix_bad_input():
     assert res.exit_code == 2 and "--unit" in res.output
     res = runner.invoke(app, ["prefix", "/nonexistent.jsonl", "--price", "sonnet-5.5"])
     assert res.exit_code == 2 and "requests file /nonexistent.jsonl does not exist" in res.output
+
+
+def test_shared_and_majority_prefixes():
+    seqs = [list("abcdXXXX"), list("abcdefgh"), list("abcdefgZ"), list("Qbcdefgh")]
+    assert lcp_all(seqs) == 0 and lcp_all(seqs[:3]) == 4 and lcp_all([]) == 0
+    assert majority_prefix(seqs, 4) == (4, 3)  # 'abcd' leads three of four; no second block is shared by two
+    assert majority_prefix(seqs, 2) == (6, 2)  # 'abcdef' leads two: half of the requests
+
+
+def test_a_character_span_widens_to_whole_words():
+    a = list("Customer: Souza. " + "x y z " * 10)
+    b = list("Customer: Lima. " + "x y z " * 10)
+    [(sa, sb)] = volatile_spans(a, b, window=400, min_run=8)
+    assert "".join(b[sb.start:sb.end]) == "Lim"  # the shared trailing 'a' reads as static
+    wa, wb = word_align(a, sa), word_align(b, sb)
+    assert "".join(a[wa.start:wa.end]) == "Souza" and "".join(b[wb.start:wb.end]) == "Lima"
+    assert wb.static_after == sb.static_after - 1
+
+
+def test_moving_spans_to_the_end_keeps_every_unit_once():
+    moved = _move_to_end(list("abcdefgh"), [Span(5, 6, 0), Span(1, 3, 0), Span(2, 4, 0)])
+    assert "".join(moved) == "adeghbcf"  # (2, 4) overlaps (1, 3) and stays in place
+    assert _move_to_end(list("abc"), []) == list("abc")
+
+
+def test_bad_arguments_are_reported_in_order():
+    reqs = _requests(2, volatile_first=False)
+    with pytest.raises(VazaoError, match="^no requests to analyze$"):
+        analyze([], SONNET, unit="word", chars_per_token=0)
+    with pytest.raises(VazaoError, match="^unit must be token or char, got 'word'$"):
+        analyze(reqs, SONNET, unit="word", chars_per_token=0)
+    with pytest.raises(VazaoError, match="^chars_per_token must be positive, got 0$"):
+        analyze(reqs, SONNET, chars_per_token=0)
+
+
+def test_many_requests_are_sampled_in_pairs_and_say_so():
+    reqs = [Request(k + 1, f"Now: 14:{k % 60:02d}. {POLICY[:2000]} Question {k}?", float(k)) for k in range(801)]
+    rep = analyze(reqs, SONNET, min_cacheable_tokens=64)
+    assert any(n.startswith("volatile content searched in one pair of consecutive requests in 2;") for n in rep.notes)
+    assert rep.volatile and rep.volatile[0].kind == "timestamp"
+    assert rep.after_fix is not None and rep.after_fix.hit_rate > rep.cache.hit_rate

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -154,12 +154,15 @@ class Latency:
 
     @classmethod
     def _weighted(cls, arr: np.ndarray, w: np.ndarray) -> Latency:
-        keep = w > 0
-        arr, w = arr[keep], w[keep]
-        if arr.size == 0:
-            return cls(None, None, None, None, None)
-        order = np.argsort(arr, kind="stable")
-        v, w = arr[order], w[order]
+        if not (arr.size and (w > 0).all() and (arr[1:] >= arr[:-1]).all()):
+            # pooled_gaps' output is already sorted with positive weights: a stable sort would leave it as it is
+            keep = w > 0
+            arr, w = arr[keep], w[keep]
+            if arr.size == 0:
+                return cls(None, None, None, None, None)
+            order = np.argsort(arr, kind="stable")
+            arr, w = arr[order], w[order]
+            del order
         cum = np.cumsum(w)
         n = int(cum[-1])
         out = []
@@ -167,10 +170,11 @@ class Latency:
             pos = p / 100.0 * (n - 1)
             lo = math.floor(pos)
             hi = min(lo + 1, n - 1)
-            v_lo = v[np.searchsorted(cum, lo, side="right")]
-            v_hi = v[np.searchsorted(cum, hi, side="right")]
+            v_lo = arr[np.searchsorted(cum, lo, side="right")]
+            v_hi = arr[np.searchsorted(cum, hi, side="right")]
             out.append(float(v_lo + (v_hi - v_lo) * (pos - lo)))
-        return cls(float(np.dot(v, w) / n), *out)
+        del cum  # before the dot's float copy of the weights
+        return cls(float(np.dot(arr, w) / n), *out)
 
     def get(self, name: str) -> float | None:
         return getattr(self, name)
@@ -281,7 +285,7 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
                 track = gaps.tracks[w[i]]
                 entry = diffs.get(id(track))
                 if entry is None:
-                    entry = diffs[id(track)] = (track, np.zeros(len(track) + 1, dtype=np.int64))
+                    entry = diffs[id(track)] = (track, np.zeros(len(track) + 1, dtype=np.int32))
                 entry[1][w[i + 1]] += 1
                 entry[1][w[i + 2]] -= 1
         elif gaps:
@@ -289,23 +293,72 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
         elif r.output_tokens >= 2 and (t := r.tpot_s) is not None:
             tpot_v.append(t)
             tpot_w.append(r.output_tokens - 1)
-    if plain or diffs:  # a producer that kept gaps: its TPOT stand-ins are not mixed in
-        tpot_v, tpot_w = [], []
-    values = [np.asarray(plain, dtype=float), np.asarray(tpot_v, dtype=float)]
-    weights = [np.ones(len(plain), dtype=np.int64), np.asarray(tpot_w, dtype=np.int64)]
-    for track, diff in diffs.values():
-        values.append(np.asarray(track, dtype=float))
-        weights.append(np.cumsum(diff, out=diff)[:-1])  # in place: a track is millions of steps long
+    parts = [(track, _coverage(diff)) for track, diff in diffs.values()]
     diffs.clear()
-    v, w = np.concatenate(values), np.concatenate(weights)
-    del values, weights
-    # sort once and merge runs of equal values (np.unique's inverse and a float bincount would each
-    # cost another array as long as the run's step count); zero-weight values drop out after the merge
+    if plain:
+        parts.append((np.asarray(plain, dtype=float), np.ones(len(plain), dtype=np.int32)))
+    if not parts and tpot_v:  # only a producer that kept no gaps at all is stood in for by its TPOTs
+        parts.append((np.asarray(tpot_v, dtype=float), np.asarray(tpot_w, dtype=np.int64)))
+    return merge_counts(parts)
+
+
+def _coverage(diff: np.ndarray) -> np.ndarray:
+    """How many windows cover each step, from their difference array (in place: a track is millions
+    of steps long)."""
+    return np.cumsum(diff, out=diff)[:-1]
+
+
+def window_gaps(tracks: Sequence[np.ndarray], track: np.ndarray, start: np.ndarray,
+                stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pooled_gaps() of GapWindows given as columns, one row per window (track index, start, stop)."""
+    parts = []
+    for k, values in enumerate(tracks):
+        mine = track == k
+        if not mine.any():
+            continue
+        diff = np.zeros(len(values) + 1, dtype=np.int32)
+        np.add.at(diff, start[mine], 1)
+        np.add.at(diff, stop[mine], -1)
+        parts.append((values, _coverage(diff)))
+    return merge_counts(parts)
+
+
+_CHUNK = 1 << 18
+
+
+def merge_counts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(values, weights) pairs merged into (sorted distinct values, total weight of each), values whose
+    total is zero left out: what a stable sort of the concatenation and a merge of its runs of equal
+    values give, but with one sorted copy of the values and no permutation array (a simulated run's
+    track is millions of steps: each array as long as it is 25 MB)."""
+    parts = [(np.asarray(v, dtype=float), w) for v, w in parts if len(v)]
+    if not parts:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    if len(parts) == 1:
+        values, weights = parts[0]
+    else:
+        values, weights = np.concatenate([v for v, _ in parts]), np.concatenate([w for _, w in parts])
+    del parts
+    uniq = np.sort(values, kind="stable")
+    if np.isnan(uniq[-1]):  # NaN never equals itself: each is a run of its own, which a search cannot find
+        return _merge_by_permutation(values, weights)
+    first = np.empty(uniq.size, dtype=bool)
+    first[0] = True
+    np.not_equal(uniq[1:], uniq[:-1], out=first[1:])
+    uniq = uniq[first]
+    del first
+    counts = np.zeros(uniq.size, dtype=np.int64)
+    for i in range(0, values.size, _CHUNK):  # integer sums: any order gives the same totals
+        np.add.at(counts, uniq.searchsorted(values[i:i + _CHUNK]), weights[i:i + _CHUNK])
+    keep = counts > 0
+    if keep.all():
+        return uniq, counts
+    return uniq[keep], counts[keep]
+
+
+def _merge_by_permutation(v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
-    del order
-    if not v.size:
-        return v, w.astype(np.int64)
     starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
     counts = np.add.reduceat(w, starts).astype(np.int64)
     uniq = v[starts]
@@ -327,7 +380,6 @@ def summarize(
     (see pooled_gaps); `itl_gaps` (with `itl_weights`, how many times each occurred) overrides it."""
     # the properties (ok, ttft_s, e2e_s, tpot_s) spelled out: the same arithmetic, once per record
     ok = [r for r in records if r.error is None and r.first_token_s is not None and r.end_s is not None]
-    errors = len(records) - len(ok)
     if duration_s is None:
         if records:
             start = min(r.arrival_s for r in records)
@@ -335,32 +387,79 @@ def summarize(
             duration_s = max(ends) - start
         else:
             duration_s = 0.0
-    dur = duration_s if duration_s > 0 else math.nan
-    out_tok = sum(r.output_tokens for r in ok)
-    in_tok = sum(r.prompt_tokens for r in ok)
     if itl_gaps is None:
         itl_gaps, itl_weights = pooled_gaps(ok)
+    return _assemble(
+        records[0].source if records else "measured", len(records), len(ok), float(duration_s),
+        sum(r.prompt_tokens for r in ok), sum(r.output_tokens for r in ok),
+        Latency.of([r.first_token_s - r.arrival_s for r in ok]), Latency.of(itl_gaps, itl_weights),
+        Latency.of([(r.end_s - r.first_token_s) / (r.output_tokens - 1) for r in ok if r.output_tokens >= 2]),
+        Latency.of([r.end_s - r.arrival_s for r in ok]), sum(slo.request_ok(r) for r in ok) if slo else None)
+
+
+@dataclass(frozen=True)
+class RecordColumns:
+    """A run's records as columns, for a producer that holds them so (the simulator): one row per
+    record, times NaN where a record's is None, and its gap windows one row each (the record's row,
+    a track index into `tracks`, start, stop)."""
+
+    source: str
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    end_s: np.ndarray
+    prompt_tokens: np.ndarray  # int64
+    output_tokens: np.ndarray  # int64
+    failed: np.ndarray  # bool: the record has an error
+    tracks: Sequence[np.ndarray]
+    window_row: np.ndarray
+    window_track: np.ndarray
+    window_start: np.ndarray
+    window_stop: np.ndarray
+
+
+def summarize_columns(cols: RecordColumns, slo: SLO | None = None,
+                      records: Callable[[], Iterable[RequestRecord]] | None = None) -> RunSummary:
+    """summarize() of the records the columns stand for, the same numbers to the last bit (the same
+    float operations in the same order) without building them; `records` yields them one at a time,
+    for an SLO's per-request check."""
+    ok = ~cols.failed & ~np.isnan(cols.first_token_s) & ~np.isnan(cols.end_s)
+    n = len(cols.arrival_s)
+    duration_s = 0.0
+    if n:
+        start = cols.arrival_s.min()
+        ends = cols.end_s[~np.isnan(cols.end_s)]
+        duration_s = float((ends.max() if ends.size else start) - start)
+    arrival, first, end, out = cols.arrival_s[ok], cols.first_token_s[ok], cols.end_s[ok], cols.output_tokens[ok]
+    many = out >= 2
+    tpot = (end[many] - first[many]) / (out[many] - 1)
+    sel = ok[cols.window_row]
+    if sel.any():
+        gaps, weights = window_gaps(cols.tracks, cols.window_track[sel], cols.window_start[sel],
+                                    cols.window_stop[sel])
+    else:  # no record kept gaps: each stands for its (output tokens − 1) gaps with its TPOT, as in pooled_gaps
+        gaps, weights = merge_counts([(tpot, out[many] - 1)])
+    good = None
+    if slo:
+        if records is None:
+            raise ValueError("summarize_columns: an SLO needs the records, one at a time, for its per-request check")
+        good = sum(slo.request_ok(r) for r in records())
+    return _assemble(cols.source, n, int(ok.sum()), duration_s, int(cols.prompt_tokens[ok].sum()), int(out.sum()),
+                     Latency.of(first - arrival), Latency.of(gaps, weights), Latency.of(tpot),
+                     Latency.of(end - arrival), good)
+
+
+def _assemble(source: str, requests: int, ok: int, duration_s: float, in_tok: int, out_tok: int, ttft: Latency,
+              itl: Latency, tpot: Latency, e2e: Latency, good: int | None) -> RunSummary:
+    dur = duration_s if duration_s > 0 else math.nan
 
     def rate(x: float) -> float:
         return 0.0 if math.isnan(dur) else x / dur
 
-    source = records[0].source if records else "measured"
     return RunSummary(
-        requests=len(records),
-        errors=errors,
-        duration_s=float(duration_s),
-        ttft_s=Latency.of([r.first_token_s - r.arrival_s for r in ok]),
-        itl_s=Latency.of(itl_gaps, itl_weights),
-        tpot_s=Latency.of([(r.end_s - r.first_token_s) / (r.output_tokens - 1) for r in ok if r.output_tokens >= 2]),
-        e2e_s=Latency.of([r.end_s - r.arrival_s for r in ok]),
-        request_throughput_per_s=rate(len(ok)),
-        output_tokens_per_s=rate(out_tok),
-        total_tokens_per_s=rate(out_tok + in_tok),
-        goodput_requests_per_s=(rate(sum(slo.request_ok(r) for r in ok)) if slo else None),
-        source=source,
-        prompt_tokens=in_tok,
-        output_tokens=out_tok,
-    )
+        requests=requests, errors=requests - ok, duration_s=duration_s, ttft_s=ttft, itl_s=itl, tpot_s=tpot,
+        e2e_s=e2e, request_throughput_per_s=rate(ok), output_tokens_per_s=rate(out_tok),
+        total_tokens_per_s=rate(out_tok + in_tok), goodput_requests_per_s=None if good is None else rate(good),
+        source=source, prompt_tokens=in_tok, output_tokens=out_tok)
 
 
 def write_jsonl(path, records: Iterable[RequestRecord], what: str = "records file") -> int:

@@ -11,308 +11,32 @@ later request reads it — the ideal placement of cache breakpoints; other new t
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
-from typing import Any
 
-from vazao import inputs
 from vazao.catalog.prices import PriceTable, share_str, usd_str
 from vazao.cost.ledger import Charge, TokenLedger, price_request
+from vazao.cost.prefix_requests import Request, read_requests, request_text
+from vazao.cost.prompt_cache import (
+    CacheRun,
+    lcp_all,
+    majority_prefix,
+    pretokenize,
+    simulate_cache,
+    tokenizer_from_file,
+    unit_text,
+)
+from vazao.cost.volatile import ANCHOR_UNITS, Span, VolatileFinding, classify, volatile_spans, word_align
 from vazao.errors import VazaoError
 
-# GPT-style pre-tokenizer: contractions, words with their leading space, up to 3 digits, punctuation
-# runs, whitespace. Close to BPE counts for English prose and code; use --tokenizer for exact counts.
-_PRETOKEN = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+|\s+(?!\S)|\s+")
-ANCHOR_UNITS = 8  # k-gram length used to find where two prompts line up again
-MAX_SPANS_PER_PAIR = 4
+__all__ = [
+    "CacheCost", "CacheRun", "PrefixReport", "Request", "Span", "VolatileFinding", "analyze", "classify",
+    "pretokenize", "read_requests", "request_text", "simulate_cache", "tokenizer_from_file", "volatile_spans",
+]
+
 MAX_PAIRS = 400
-MAX_CANDIDATES = 8
-MAX_TIME_S = 1e11  # a Unix time in seconds (year ~5000); larger is not a timestamp
-
-_KINDS = (
-    ("timestamp", re.compile(
-        r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}(:\d{2})?|\b\d{1,2}/\d{1,2}/\d{2,4}\b|"
-        r"\b(mon|tue|wed|thu|fri|sat|sun)[a-z]*\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d",
-        re.IGNORECASE)),
-    ("id", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-|\b[0-9a-f]{12,}\b|\b[A-Za-z]+[-_]?\d{4,}\b", re.IGNORECASE)),
-    ("email", re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")),
-    ("number", re.compile(r"^\W*\d[\d.,]*\W*$")),
-    ("name", re.compile(r"\b[A-Z][a-z]+\b")),
-)
-
-
-# ---- reading requests -------------------------------------------------------------------------
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:  # images, files, tool blocks: their identity matters to a cache, not their size
-                parts.append(json.dumps(part, sort_keys=False, ensure_ascii=False))
-        return "".join(parts)
-    return json.dumps(content, ensure_ascii=False)
-
-
-def request_text(obj: Any) -> str:
-    """A request's prompt in the order a provider caches it: tools, system, then messages (chat
-    messages, Anthropic system+messages, a Responses `input`, a completion `prompt`, or any of these
-    under an OpenAI batch line's `body`)."""
-    if not isinstance(obj, Mapping):
-        raise ValueError("not a JSON object")
-    if isinstance(obj.get("body"), Mapping) and not any(k in obj for k in ("messages", "prompt", "input")):
-        obj = obj["body"]
-    out = []
-    if obj.get("tools"):
-        out.append("<tools>\n" + json.dumps(obj["tools"], ensure_ascii=False) + "\n")
-    if obj.get("system") is not None:
-        out.append("<system>\n" + _content_text(obj["system"]) + "\n")
-    if isinstance(obj.get("instructions"), str):
-        out.append("<system>\n" + obj["instructions"] + "\n")
-    if isinstance(obj.get("messages"), list):
-        for m in obj["messages"]:
-            if not isinstance(m, Mapping):
-                raise ValueError("a message is not an object")
-            out.append(f"<{m.get('role', 'user')}>\n{_content_text(m.get('content'))}\n")
-    elif "input" in obj:
-        inp = obj["input"]
-        if isinstance(inp, list) and all(isinstance(m, Mapping) and "role" in m for m in inp):
-            out.extend(f"<{m['role']}>\n{_content_text(m.get('content'))}\n" for m in inp)
-        else:
-            out.append(_content_text(inp))
-    elif "prompt" in obj:
-        out.append(_content_text(obj["prompt"]))
-    else:
-        raise ValueError("no messages, input or prompt")
-    return "".join(out)
-
-
-def _timestamp(obj: Mapping) -> float | None:
-    for key in ("timestamp", "created", "time", "ts"):
-        v = obj.get(key)
-        if v is None:
-            continue
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if not (math.isfinite(v) and abs(v) <= MAX_TIME_S):
-                raise ValueError(f"{key} is not a time in seconds: {str(v)[:40]}")
-            return float(v)
-        if isinstance(v, str):
-            try:
-                return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
-            except (ValueError, OverflowError, OSError):
-                raise ValueError(f"{key} is not an ISO 8601 time: {v[:40]!r}") from None
-    return None
-
-
-@dataclass(frozen=True)
-class Request:
-    line: int
-    text: str
-    time_s: float | None
-
-
-def read_requests(path: str | Path) -> tuple[list[Request], int, list[tuple[int, str]]]:
-    """Requests from a JSONL file; returns (requests, malformed count, first malformed lines).
-    A file in which no line is a request is an error."""
-    p = Path(path).expanduser()
-    out, bad, malformed = [], [], 0
-    for n, raw in inputs.iter_lines(inputs.input_stream(p, "requests file"), "requests file"):
-        if raw is not None and not raw.strip():
-            continue
-        try:
-            if raw is None:
-                raise ValueError("not UTF-8 text, or a line longer than 16 MiB")
-            obj = _loads(raw, n)
-            out.append(Request(n, request_text(obj), _timestamp(obj)))
-        except ValueError as exc:
-            malformed += 1
-            if len(bad) < 20:
-                bad.append((n, str(exc)[:200]))
-    if not out:
-        detail = f" (line {bad[0][0]}: {bad[0][1]})" if bad else ""
-        raise VazaoError(f"requests file {inputs._show(p)} holds no request{detail}")
-    return out, malformed, bad
-
-
-def _loads(text: str, n: int) -> Any:
-    return inputs.loads_json_line(text, n)
-
-
-# ---- units ------------------------------------------------------------------------------------
-def pretokenize(text: str) -> list[str]:
-    return _PRETOKEN.findall(text)
-
-
-def tokenizer_from_file(path: str | Path) -> Callable[[str], list]:
-    """Exact token ids from a Hugging Face tokenizer.json (needs the optional `tokenizers` package)."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise VazaoError("an exact tokenizer needs the 'tokenizers' package: pip install 'vazao[tokenizers]'") from None
-    p = inputs.input_file(Path(path).expanduser(), "tokenizer")
-    try:
-        tok = Tokenizer.from_file(str(p))
-    except Exception as exc:  # the library raises plain Exception for unreadable files
-        raise VazaoError(f"cannot load tokenizer {path}: {exc}") from None
-
-    def encode(text: str) -> list:
-        enc = tok.encode(text, add_special_tokens=False)
-        return list(zip(enc.ids, [text[a:b] for a, b in enc.offsets], strict=True))
-
-    return encode
-
-
-def _unit_text(u: Any) -> str:
-    return u[1] if isinstance(u, tuple) else u
-
-
-# ---- cache simulation -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CacheRun:
-    read_units: tuple[int, ...]  # per request
-    write_units: tuple[int, ...]  # per request: blocks it wrote that a later request read
-    total_units: tuple[int, ...]
-
-    @property
-    def hit_rate(self) -> float:
-        total = sum(self.total_units)
-        return sum(self.read_units) / total if total else 0.0
-
-
-def simulate_cache(seqs: Sequence[Sequence], times: Sequence[float | None], block: int,
-                   min_cacheable: int, ttl_s: float | None) -> CacheRun:
-    if block < 1:
-        raise VazaoError(f"block must be a positive number of units, got {block}")
-    entries: dict[int, tuple[float, int, int]] = {}  # chain hash -> (last use, writer, position)
-    reach: dict[int, int] = defaultdict(int)  # writer -> blocks of it read later (exclusive end)
-    hits: list[int] = []
-    for i, seq in enumerate(seqs):
-        t = times[i] if times[i] is not None else float(i)
-        chain, h = [], 0
-        for j in range(len(seq) // block):
-            h = hash((h, tuple(seq[j * block:(j + 1) * block])))
-            chain.append(h)
-        hit = 0
-        for j, h in enumerate(chain):
-            e = entries.get(h)
-            if e is None or (ttl_s is not None and times[i] is not None and t - e[0] > ttl_s):
-                break
-            hit = j + 1
-        if hit * block < min_cacheable:
-            hit = 0
-        for j in range(hit):
-            last, writer, pos = entries[chain[j]]
-            entries[chain[j]] = (t, writer, pos)
-            reach[writer] = max(reach[writer], pos + 1)
-        if len(chain) * block >= min_cacheable:
-            for j in range(hit, len(chain)):
-                entries[chain[j]] = (t, i, j)
-        hits.append(hit)
-    read = tuple(h * block for h in hits)
-    write = tuple(max(0, reach.get(i, 0) - hits[i]) * block for i in range(len(seqs)))
-    return CacheRun(read, write, tuple(len(s) for s in seqs))
-
-
-# ---- volatile spans ---------------------------------------------------------------------------
-def _common_run(a: Sequence, i: int, b: Sequence, j: int) -> int:
-    n = 0
-    while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
-        n += 1
-    return n
-
-
-def _resync(a: Sequence, pa: int, b: Sequence, pb: int, window: int, min_run: int) -> tuple[int, int] | None:
-    """Where a and b line up again after diverging at (pa, pb): the (i, j) nearest the divergence
-    from which a common run of at least min_run units starts."""
-    k = min(ANCHOR_UNITS, min_run)
-    index: dict[tuple, list[int]] = {}
-    for j in range(pb, min(len(b) - k + 1, pb + window)):
-        lst = index.setdefault(tuple(b[j:j + k]), [])
-        if len(lst) < MAX_CANDIDATES:
-            lst.append(j)
-    best, best_cost = None, math.inf
-    for i in range(pa, min(len(a) - k + 1, pa + window)):
-        if i - pa >= best_cost:
-            break
-        for j in index.get(tuple(a[i:i + k]), ()):
-            cost = (i - pa) + (j - pb)
-            if cost >= best_cost:
-                break
-            if _common_run(a, i, b, j) >= min_run:
-                best, best_cost = (i, j), cost
-                break
-    return best
-
-
-@dataclass(frozen=True)
-class Span:
-    start: int  # units into the request
-    end: int
-    static_after: int  # identical units that follow it in both requests
-
-
-def volatile_spans(a: Sequence, b: Sequence, window: int, min_run: int) -> list[tuple[Span, Span]]:
-    """Spans where a and b differ, each followed by at least min_run identical units."""
-    out = []
-    pa = pb = _common_run(a, 0, b, 0)
-    while len(out) < MAX_SPANS_PER_PAIR and pa < len(a) and pb < len(b):
-        hit = _resync(a, pa, b, pb, window, min_run)
-        if hit is None:
-            break
-        i, j = hit
-        run = _common_run(a, i, b, j)
-        out.append((Span(pa, i, run), Span(pb, j, run)))
-        pa, pb = i + run, j + run
-    return out
-
-
-def _word_align(seq: Sequence, span: Span) -> Span:
-    """Widen a character-level span to whole words: a value that happens to share its first or last
-    letter with another request's value ('Souza' / 'Lima') must still move as one piece."""
-    def inside(i: int) -> bool:
-        return 0 < i < len(seq) and str(seq[i - 1]).isalnum() and str(seq[i]).isalnum()
-
-    start, end = span.start, span.end
-    while inside(start):
-        start -= 1
-    while inside(end):
-        end += 1
-    return Span(start, end, max(0, span.static_after - (end - span.end)))
-
-
-def classify(text: str) -> str:
-    """What kind of volatile content a span holds: 'timestamp', 'id', 'email', 'name' (several joined
-    with ', '), else 'number' or 'text'."""
-    found = [kind for kind, pattern in _KINDS if kind != "number" and pattern.search(text)]
-    if found:
-        return ", ".join(found)
-    return "number" if _KINDS[3][1].search(text) else "text"
-
-
-@dataclass(frozen=True)
-class VolatileFinding:
-    kind: str
-    anchor: str  # the static text just before the volatile content
-    position_tokens: int  # median position where it starts
-    requests: int  # requests in which it broke the shared prefix
-    static_after_tokens: int  # median identical tokens after it that caching loses
-    examples: tuple[str, ...]
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__) | {"examples": list(self.examples)}
 
 
 # ---- the report -------------------------------------------------------------------------------
@@ -370,40 +94,6 @@ class PrefixReport:
         d["malformed_lines"] = [{"line": n, "reason": r} for n, r in self.malformed_lines]
         return d
 
-
-def _lcp_all(seqs: Sequence[Sequence]) -> int:
-    if not seqs:
-        return 0
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    for k in range(n):
-        u = first[k]
-        if any(s[k] != u for s in seqs[1:]):
-            return k
-    return n
-
-
-def _majority_prefix(seqs: Sequence[Sequence], block: int) -> tuple[int, int]:
-    """Deepest block-aligned prefix shared by at least half the requests (and at least two)."""
-    need = max(2, (len(seqs) + 1) // 2)
-    best = (0, 0)
-    groups: list[list[int]] = [list(range(len(seqs)))]
-    depth = 0
-    while groups:
-        nxt = []
-        for g in groups:
-            by: dict[tuple, list[int]] = defaultdict(list)
-            for i in g:
-                s = seqs[i]
-                if len(s) >= (depth + 1) * block:
-                    by[tuple(s[depth * block:(depth + 1) * block])].append(i)
-            for members in by.values():
-                if len(members) >= need:
-                    nxt.append(members)
-                    best = max(best, ((depth + 1) * block, len(members)))
-        groups = nxt
-        depth += 1
-    return best
 
 
 def _to_tokens(units: int, unit: str, chars_per_token: float) -> int:
@@ -497,8 +187,8 @@ class _VolatileScan:
 
 def _anchored_value(u: _Units, a: Sequence, sa: Span, b: Sequence, sb: Span) -> tuple[str, str]:
     """(anchor, value): the static text before the span in a, and the span's text in b."""
-    anchor = "".join(_unit_text(x) for x in a[max(0, sa.start - u.anchor_units):sa.start])
-    text = "".join(_unit_text(x) for x in b[sb.start:sb.end])
+    anchor = "".join(unit_text(x) for x in a[max(0, sa.start - u.anchor_units):sa.start])
+    text = "".join(unit_text(x) for x in b[sb.start:sb.end])
     # the anchor's last word belongs to the value when the split falls inside it ("14:" + "02")
     glued = "" if anchor[-1:].isspace() else anchor.split()[-1] if anchor.split() else ""
     return anchor.strip(), glued + text
@@ -514,7 +204,7 @@ def _scan_volatile(u: _Units) -> _VolatileScan:
         a, b = seqs[i - 1], seqs[i]
         for sa, sb in volatile_spans(a, b, u.window, u.min_run):
             if u.unit == "char":
-                sa, sb = _word_align(a, sa), _word_align(b, sb)
+                sa, sb = word_align(a, sa), word_align(b, sb)
             anchor, value = _anchored_value(u, a, sa, b, sb)
             groups[anchor].append((sb, value))
             per_request[i].append(sb)
@@ -569,14 +259,14 @@ def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token",
     u = _to_units(requests, unit, block, min_cacheable_tokens, ttl_s, chars_per_token, encode, min_run_tokens,
                   window_tokens)
     cost = _simulate_and_bill(u, u.seqs, table, cache_ttl)
-    lcp = _lcp_all(u.seqs)
-    maj_units, maj_n = _majority_prefix(u.seqs, u.block)
-    tail = "".join(_unit_text(x) for x in u.seqs[0][max(0, lcp - 40):lcp]) if lcp else ""
+    lcp = lcp_all(u.seqs)
+    maj_units, maj_n = majority_prefix(u.seqs, u.block)
+    tail = "".join(unit_text(x) for x in u.seqs[0][max(0, lcp - 40):lcp]) if lcp else ""
     scan = _scan_volatile(u)
     findings = _findings(u, scan.groups)
     notes = list(u.notes)
     if scan.step > 1:
-        notes.append(f"volatile content searched in every {scan.step}th pair of consecutive requests; the "
+        notes.append(f"volatile content searched in one pair of consecutive requests in {scan.step}; the "
                      "'moved to the end' estimate moves it only in those requests (a lower bound)")
     after_fix = _after_fix(u, scan, table, cache_ttl)
     advice = _advice(findings, cost, after_fix, u.tokens(lcp), min_cacheable_tokens)

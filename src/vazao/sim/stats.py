@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from vazao.results import SLO, GapWindows, RequestRecord, RunSummary, summarize
+from vazao.results import SLO, GapWindows, RecordColumns, RequestRecord, RunSummary, summarize_columns
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,16 @@ class Stats:
     def records(self, counted_only: bool = True) -> list[RequestRecord]:
         """Every request's record, in completion order, its gaps as windows onto the run's tracks. Built
         on each call and not kept: a sweep of many runs holds their columns, not their records."""
+        return list(self.iter_records(counted_only))
+
+    def _tracks(self) -> list[np.ndarray]:
+        # views, not copies (a track is millions of steps); a track is never appended to after its run
+        return [np.frombuffer(t, dtype=float) if len(t) else np.zeros(0) for t in self.tracks]
+
+    def iter_records(self, counted_only: bool = True) -> Iterator[RequestRecord]:
         n = len(self.r_id)
-        tracks = [np.array(t, dtype=float) for t in self.tracks]
+        tracks = self._tracks()
         windows, errors = self.r_windows, self.r_error
-        out = []
         nan = math.isnan
         rows = zip(range(n), self.r_id, self.r_arrival, self.r_first, self.r_end, self.r_prompt, self.r_output,
                    self.r_cached, self.r_preempt, self.r_counted, self.r_track, self.r_start, self.r_stop,
@@ -145,14 +151,35 @@ class Stats:
             if counted_only and not counted:
                 continue
             gaps = (() if t == -1 else GapWindows(tracks, windows[i] if t == -2 else (t, a, b)))
-            out.append(RequestRecord(rid, "simulated", arrival, prompt, output, None if nan(first) else first,
-                                     None if nan(end) else end, gaps, cached, errors.get(i), None,
-                                     {"preemptions": preempt} if preempt else {}))
-        return out
+            yield RequestRecord(rid, "simulated", arrival, prompt, output, None if nan(first) else first,
+                                None if nan(end) else end, gaps, cached, errors.get(i), None,
+                                {"preemptions": preempt} if preempt else {})
+
+    def columns(self) -> RecordColumns:
+        """The counted records as columns (what summarize_columns reads)."""
+        counted = np.array(self.r_counted, dtype=bool)
+        failed = np.zeros(len(self.r_id), dtype=bool)
+        failed[list(self.r_error)] = True
+        track = np.array(self.r_track, dtype=np.int64)
+        row = np.flatnonzero(track >= 0)
+        w_track, w_start, w_stop = track[row], np.array(self.r_start, np.int64)[row], np.array(self.r_stop, np.int64)[row]
+        if self.r_windows:  # the rare requests with several windows: one row per window
+            extra = [(i, w[j], w[j + 1], w[j + 2]) for i, w in self.r_windows.items() for j in range(0, len(w), 3)]
+            more = np.array(extra, dtype=np.int64).reshape(-1, 4)
+            row = np.concatenate((row, more[:, 0]))
+            w_track, w_start, w_stop = (np.concatenate((a, more[:, k])) for k, a in ((1, w_track), (2, w_start),
+                                                                                     (3, w_stop)))
+        keep = counted[row]
+        position = np.cumsum(counted) - 1  # a row's index among the counted rows
+        return RecordColumns(
+            "simulated", np.array(self.r_arrival, dtype=float)[counted], np.array(self.r_first, dtype=float)[counted],
+            np.array(self.r_end, dtype=float)[counted], np.array(self.r_prompt, dtype=np.int64)[counted],
+            np.array(self.r_output, dtype=np.int64)[counted], failed[counted], self._tracks(),
+            position[row[keep]], w_track[keep], w_start[keep], w_stop[keep])
 
     def summary(self, slo: SLO | None) -> RunSummary:
-        """results.summarize() over the run's counted records (warm-up left out)."""
-        return summarize(self.records(), slo)
+        """results.summarize() over the run's counted records (warm-up left out), read from the columns."""
+        return summarize_columns(self.columns(), slo, self.iter_records)
 
 
 def add_window(seq, track: int, start: int, stop: int) -> None:
