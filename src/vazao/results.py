@@ -268,92 +268,103 @@ class RunSummary:
 def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
     """Every inter-token gap of the records as (sorted distinct values, how many times each occurs).
 
-    Plain gaps count once each; a GapWindows adds one to every step its windows cover (a difference
-    array per shared track, so the cost is steps + windows, not tokens). Records that kept no gaps
+    Plain gaps count once each; a GapWindows adds one to every step its windows cover (counted from
+    the windows' sorted ends, so the cost is steps + windows, not tokens). Records that kept no gaps
     stand for their (output tokens − 1) gaps with their TPOT. Whatever the producer, the same
     multiset of gaps gives the same arrays, so a simulated run and its records read back from JSONL
     summarise to the same numbers."""
     plain: list[float] = []
     tpot_v: list[float] = []
     tpot_w: list[int] = []
-    diffs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    spans: dict[int, tuple[np.ndarray, list[int], list[int]]] = {}
     for r in records:
         gaps = r.itl_s
         if isinstance(gaps, GapWindows):
             w = gaps.windows
             for i in range(0, len(w), 3):
                 track = gaps.tracks[w[i]]
-                entry = diffs.get(id(track))
+                entry = spans.get(id(track))
                 if entry is None:
-                    entry = diffs[id(track)] = (track, np.zeros(len(track) + 1, dtype=np.int32))
-                entry[1][w[i + 1]] += 1
-                entry[1][w[i + 2]] -= 1
+                    entry = spans[id(track)] = (track, [], [])
+                entry[1].append(w[i + 1])
+                entry[2].append(w[i + 2])
         elif gaps:
             plain.extend(gaps)
         elif r.output_tokens >= 2 and (t := r.tpot_s) is not None:
             tpot_v.append(t)
             tpot_w.append(r.output_tokens - 1)
-    parts = [(track, _coverage(diff)) for track, diff in diffs.values()]
-    diffs.clear()
+    parts: list[tuple[np.ndarray, Weights]] = []
     if plain:
-        parts.append((np.asarray(plain, dtype=float), np.ones(len(plain), dtype=np.int32)))
-    if not parts and tpot_v:  # only a producer that kept no gaps at all is stood in for by its TPOTs
-        parts.append((np.asarray(tpot_v, dtype=float), np.asarray(tpot_w, dtype=np.int64)))
+        parts.append((np.asarray(plain, dtype=float), lambda i, j: np.ones(j - i, dtype=np.int64)))
+    elif not spans and tpot_v:  # only a producer that kept no gaps at all is stood in for by its TPOTs
+        tw = np.asarray(tpot_w, dtype=np.int64)
+        parts.append((np.asarray(tpot_v, dtype=float), lambda i, j: tw[i:j]))
+    parts += [(track, coverage(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)))
+              for track, a, b in spans.values()]
     return merge_counts(parts)
 
 
-def _coverage(diff: np.ndarray) -> np.ndarray:
-    """How many windows cover each step, from their difference array (in place: a track is millions
-    of steps long)."""
-    return np.cumsum(diff, out=diff)[:-1]
+Weights = Callable[[int, int], np.ndarray]  # the weights of values[i:j], made a slice at a time
+
+
+def coverage(start: np.ndarray, stop: np.ndarray) -> Weights:
+    """How many of the windows [start, stop) cover each step: begun by it less ended by it, made a
+    chunk at a time (a track is millions of steps; a weight array as long would be 25 MB)."""
+    start, stop = np.sort(start), np.sort(stop)
+
+    def weights(i: int, j: int) -> np.ndarray:
+        steps = np.arange(i, j)
+        return start.searchsorted(steps, "right") - stop.searchsorted(steps, "right")
+
+    return weights
 
 
 def window_gaps(tracks: Sequence[np.ndarray], track: np.ndarray, start: np.ndarray,
                 stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """pooled_gaps() of GapWindows given as columns, one row per window (track index, start, stop)."""
-    parts = []
-    for k, values in enumerate(tracks):
-        mine = track == k
-        if not mine.any():
-            continue
-        diff = np.zeros(len(values) + 1, dtype=np.int32)
-        np.add.at(diff, start[mine], 1)
-        np.add.at(diff, stop[mine], -1)
-        parts.append((values, _coverage(diff)))
-    return merge_counts(parts)
+    return merge_counts([(values, coverage(start[track == k], stop[track == k]))
+                         for k, values in enumerate(tracks) if (track == k).any()])
 
 
 _CHUNK = 1 << 18
 
 
-def merge_counts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def merge_counts(parts: Sequence[tuple[np.ndarray, Weights]]) -> tuple[np.ndarray, np.ndarray]:
     """(values, weights) pairs merged into (sorted distinct values, total weight of each), values whose
     total is zero left out: what a stable sort of the concatenation and a merge of its runs of equal
-    values give, but with one sorted copy of the values and no permutation array (a simulated run's
+    values give, with one sorted copy of one part at a time and no permutation (a simulated run's
     track is millions of steps: each array as long as it is 25 MB)."""
     parts = [(np.asarray(v, dtype=float), w) for v, w in parts if len(v)]
     if not parts:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
-    if len(parts) == 1:
-        values, weights = parts[0]
-    else:
-        values, weights = np.concatenate([v for v, _ in parts]), np.concatenate([w for _, w in parts])
-    del parts
-    uniq = np.sort(values, kind="stable")
-    if np.isnan(uniq[-1]):  # NaN never equals itself: each is a run of its own, which a search cannot find
-        return _merge_by_permutation(values, weights)
-    first = np.empty(uniq.size, dtype=bool)
-    first[0] = True
-    np.not_equal(uniq[1:], uniq[:-1], out=first[1:])
-    uniq = uniq[first]
-    del first
+    distinct = [_distinct(v) for v, _ in parts]
+    if any(d is None for d in distinct):
+        del distinct
+        return _merge_by_permutation(np.concatenate([v for v, _ in parts]),
+                                     np.concatenate([w(0, len(v)) for v, w in parts]))
+    uniq = distinct[0] if len(distinct) == 1 else _distinct(np.concatenate(distinct))
+    del distinct
     counts = np.zeros(uniq.size, dtype=np.int64)
-    for i in range(0, values.size, _CHUNK):  # integer sums: any order gives the same totals
-        np.add.at(counts, uniq.searchsorted(values[i:i + _CHUNK]), weights[i:i + _CHUNK])
+    for values, weights in parts:
+        for i in range(0, values.size, _CHUNK):  # integer sums: any order gives the same totals
+            j = min(i + _CHUNK, values.size)
+            np.add.at(counts, uniq.searchsorted(values[i:j]), weights(i, j))
     keep = counts > 0
     if keep.all():
         return uniq, counts
     return uniq[keep], counts[keep]
+
+
+def _distinct(values: np.ndarray) -> np.ndarray | None:
+    """The distinct values, sorted; None where an unstable sort could change the outcome (a NaN is a
+    run of its own, and which of -0.0 and 0.0 comes first names their run)."""
+    v = np.sort(values)  # in place on its copy: a stable sort would take another half as much
+    if np.isnan(v[-1]) or (v[0] <= 0.0 and np.signbit(v[v == 0.0]).any()):
+        return None
+    first = np.empty(v.size, dtype=bool)
+    first[0] = True
+    np.not_equal(v[1:], v[:-1], out=first[1:])
+    return v[first]
 
 
 def _merge_by_permutation(v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -437,7 +448,8 @@ def summarize_columns(cols: RecordColumns, slo: SLO | None = None,
         gaps, weights = window_gaps(cols.tracks, cols.window_track[sel], cols.window_start[sel],
                                     cols.window_stop[sel])
     else:  # no record kept gaps: each stands for its (output tokens − 1) gaps with its TPOT, as in pooled_gaps
-        gaps, weights = merge_counts([(tpot, out[many] - 1)])
+        tw = out[many] - 1
+        gaps, weights = merge_counts([(tpot, lambda i, j: tw[i:j])])
     good = None
     if slo:
         if records is None:

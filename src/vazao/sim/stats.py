@@ -162,7 +162,8 @@ class Stats:
         failed[list(self.r_error)] = True
         track = np.array(self.r_track, dtype=np.int64)
         row = np.flatnonzero(track >= 0)
-        w_track, w_start, w_stop = track[row], np.array(self.r_start, np.int64)[row], np.array(self.r_stop, np.int64)[row]
+        w_track = track[row]
+        w_start, w_stop = np.array(self.r_start, np.int64)[row], np.array(self.r_stop, np.int64)[row]
         if self.r_windows:  # the rare requests with several windows: one row per window
             extra = [(i, w[j], w[j + 1], w[j + 2]) for i, w in self.r_windows.items() for j in range(0, len(w), 3)]
             more = np.array(extra, dtype=np.int64).reshape(-1, 4)
