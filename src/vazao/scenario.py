@@ -8,7 +8,7 @@ from vazao.catalog.local import resolve_accelerator
 from vazao.catalog.models import load_model
 from vazao.inputs import number
 from vazao.physics.deployment import Deployment, make_deployment
-from vazao.physics.profiles import get_engine
+from vazao.physics.profiles import EngineProfile, get_engine
 
 
 def default_format(acc) -> str:
@@ -37,25 +37,27 @@ def deployment_for(
     count: int = 1,
     tp: int | None = None,
     pp: int = 1,
-    engine: str | None = None,
+    engine: str | EngineProfile | None = None,
     ideal: bool = False,
     strict: bool = True,
     profile: str | None = None,
 ) -> Deployment:
     """The deployment a CLI command describes. A GGUF file brings its own format and exact weight
-    bytes; a config.json with a quantization_config brings its format. Counts are checked (whole,
-    positive, within vazao.limits) before anything is loaded."""
-    count = int(number(count, "--count (accelerators)", minimum=1, maximum=limits.MAX_GPUS, integer=True))
+    bytes; a config.json with a quantization_config brings its format. `engine` is a profile name or
+    an EngineProfile (a calibrated or hand-made one). Counts are checked (whole, positive, within
+    vazao.limits) before anything is loaded."""
+    count = int(number(count, "count (accelerators)", minimum=1, maximum=limits.MAX_GPUS, integer=True))
     if tp is not None:
-        tp = int(number(tp, "--tp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
-    pp = int(number(pp, "--pp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
+        tp = int(number(tp, "tp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
+    pp = int(number(pp, "pp", minimum=1, maximum=limits.MAX_PARALLEL, integer=True))
     loaded = load_model(model)
     acc = resolve_accelerator(gpu)
     chosen = fmt if fmt is not None else (loaded.weight_format or default_format(acc))
     exact = loaded.weights_bytes if (loaded.weights_bytes and (fmt is None or fmt == loaded.weight_format)) else None
     if engine is None:
         engine = default_engine(acc, loaded.origin)
-    eng = get_engine(engine, load_profiles(profile) if profile else None)
+    eng = engine if isinstance(engine, EngineProfile) else get_engine(
+        engine, load_profiles(profile) if profile else None)
     if kv is None:  # the engine's own KV dtype for this checkpoint format (TensorRT-LLM: FP8 for FP8)
         kv = eng.kv_format_for(get_format(chosen).name)
     return make_deployment(loaded.arch, acc, chosen, kv, count=count, tp=tp, pp=pp, engine=eng,
