@@ -4,7 +4,8 @@ Goal: under 5 s and under 150 MB in both regimes on the 2-core machine.
 
 Each regime runs in a fresh interpreter so that its peak RSS is its own. The low-load regime also runs
 step by step (the closed-form decode advance off), for a ratio measured on the same machine in one run.
-bench/results/sim_lowload_before.json is this bench before the closed-form advance."""
+bench/results/sim_lowload_before.json is this bench before the closed-form advance (2026-12-04 00:35); the
+advance then stopped at every completion and at every prompt, since 2026-12-04 15:40 it runs through them."""
 
 from __future__ import annotations
 

@@ -303,7 +303,7 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     dense_eff = c.matmul_eff * (w.new_tokens / (w.new_tokens + ramp) if ramp else 1.0)
     compute_s = (w.matmul_flops / (c.matmul_peak * dense_eff) + w.attn_flops / (c.attn_peak * c.attn_eff)
                  + w.dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff)
-    if w.expert_flops:
+    if s.expert_flops_per_token:  # not w.expert_flops: the simulator's decode runs pass arrays of batches
         expert_eff = c.expert_eff * (w.expert_tokens / (w.expert_tokens + ramp) if ramp else 1.0)
         compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)
     memory_s = w.bytes / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff) + c.offload_s

@@ -1,13 +1,19 @@
 """Decode-only stretches in closed form: exact to the step-by-step loop.
 
 At low load most engine steps repeat the same decode batch with each context one token longer:
-nothing waits, no prompt is in progress, and the next event (an arrival, a completion, a failed KV
-block allocation, a timeline sample) is many steps away. `advance` runs such a stretch at once: the
-step times are `roofline` over arrays of contexts (the same operations in the same order as the scalar
-path, so the same doubles), step ends are a running sum (numpy's accumulate adds in order, as the loop
-does), and the KV blocks the members grow into are taken in one allocation (the pool's anonymous
-allocations add up exactly: same evictions, same free count). It stops one step before anything the
-loop would do differently, and the loop takes over from there.
+nothing waits, no prompt is in progress, and the next event (an arrival, a failed KV block
+allocation, a timeline sample) is many steps away. `advance` runs such a stretch at once. The step
+times are `roofline` over arrays of (batch, context) (the same operations in the same order as the
+scalar path, so the same doubles); step ends are a running sum (numpy's accumulate adds in order, as
+the loop does); the KV blocks the members grow into are taken in one allocation per run of steps
+(the pool's anonymous allocations add up exactly: same evictions, same free count).
+
+Completions do not end a stretch: who finishes when is known from the cohort's heap, so the batch and
+context of every step are known ahead. The step at which members finish is applied by the engine's
+own `end_step` (records, freed blocks, the runner's callbacks), and the stretch goes on unless that
+changed anything the loop would act on (a request waiting, an event sooner than planned, an idle
+engine). The stretch stops one step before anything else the loop would do differently, and the loop
+takes over from there.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from vazao.physics.step import BatchShape, roofline, step_cost, step_work
 
 MIN_STEPS = 8  # below this the arrays cost more than the steps they replace
 MAX_STEPS = 4096  # bounds the arrays (memory stays flat with run length)
+_INF = float("inf")
 
 
 def eligible(e) -> bool:
@@ -30,64 +37,187 @@ def eligible(e) -> bool:
     return not (s.window and s.kv_bytes_per_token_window)  # sliding windows take the scalar path's min()
 
 
-def _horizon(e, end: float, stop_t: float) -> int:
-    """Steps worth computing: until the first completion, and about as many as fit before `stop_t`
-    at the last step's length (steps only grow longer, so this is rarely short)."""
+def _finishing(cohort, upto: int) -> list[tuple[int, int]]:
+    """(A at which it finishes, base) of the members that finish by A = `upto`, in finishing order;
+    stale heap entries (a member that left and came back) are the ones cohort.advance skips."""
+    return sorted((fin, seq.base) for fin, _, seq in cohort.heap
+                  if fin <= upto and seq.in_cohort and seq.fin == fin)
+
+
+def _shapes(cohort, a0: int, r: int, moe: bool) -> tuple:
+    """(rounds, batch per step, context per step) of the next `r` steps: step j + 1 is planned at
+    A = a0 + 1 + j with the members that have not finished by then. A step after which no member is
+    left is not planned (the loop idles the engine); routed experts keep one batch (the expert terms
+    take scalars), so they stop at the first completion."""
+    n0 = cohort.n
+    grown = a0 + 1 + np.arange(r, dtype=np.int64)
+    done = _finishing(cohort, a0 + r)
+    if not done:
+        return r, n0, cohort.sum_base + n0 * grown
+    fins = np.fromiter((f for f, _ in done), np.int64, len(done))
+    if moe or len(done) >= n0:
+        # the first completion (moe), or the one that empties the cohort: the last step planned is the
+        # one whose end reaches it
+        r = min(r, int(fins[0] if moe else fins[n0 - 1]) - a0 - 1)
+        grown = grown[:r]
+        if moe:
+            return r, n0, cohort.sum_base + n0 * grown
+    gone = fins.searchsorted(grown, "right")  # members finished when step j + 1 is planned
+    base_gone = np.zeros(len(done) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((b for _, b in done), np.int64, len(done)), out=base_gone[1:])
+    n = n0 - gone
+    return r, n, (cohort.sum_base - base_gone[gone]) + n * grown
+
+
+def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float | None] | None:
+    """Finish the step in flight (ending at `end`) and the decode steps after it, as the loop would
+    with no event before `top` and no sample before `next_sample`. Returns (the last finished step's
+    end, the end of the step now in flight — None when the loop is to plan the next step itself), or
+    None to leave it all to the loop."""
+    if end >= next_sample:
+        return None
     cohort = e.cohort
-    r = min(MAX_STEPS, cohort.heap[0][0] - cohort.A - 1)
-    last = end - e.step_start
-    if stop_t != float("inf") and last > 0:
-        r = min(r, int((stop_t - end) / last) + 2)
-    return r
-
-
-def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float] | None:
-    """Finish the step in flight (ending at `end`) and R − 1 more decode steps, planning each next one,
-    as the loop would with no event before `top` and no sample before `next_sample`. Returns (the last
-    finished step's end, the end of the step now in flight), or None to leave it to the loop."""
-    if end >= next_sample or not eligible(e):
+    if eligible(e):
+        last, a0, i0 = end - e.step_start, cohort.A, 0
+    elif _completes_prompts(e):
+        # the step in flight ends the prompts it computes and leaves a decode batch: the engine applies
+        # it, the next step is planned here as the scheduler would, and the stretch starts after it
+        last = min(cohort.gaps[-2:], default=end - e.step_start)  # the mixed step's own length overstates
+        e.end_step(end)
+        heap = e.sink.heap
+        if heap and heap[0][0] < top:
+            top = heap[0][0]
+        if not cohort.n or e.waiting or e.chunks or e.joined_ready or e.prefilling or not _plan_decode(e, end):
+            return end, None
+        a0, i0 = cohort.A - 1, 1
+    else:
         return None
-    r = _horizon(e, end, min(top, next_sample))
+    stop_t = top if top < next_sample else next_sample
+    r = MAX_STEPS if stop_t == _INF or last <= 0 else min(MAX_STEPS, int((stop_t - end) / last) + 2 + i0)
+    shard = e.dep.consts.shard
+    if r >= MIN_STEPS:
+        r, n, ctx = _shapes(cohort, a0, r, bool(shard.num_experts))
     if r < MIN_STEPS:
-        return None
-    cohort, pool = e.cohort, e.pool
-    n, a0 = cohort.n, cohort.A
-    grown = a0 + 1 + np.arange(r, dtype=np.int64)  # the cohort's A when step j + 1 is planned
-    ctx = cohort.sum_base + n * grown  # what step j + 1 reads
+        return (end, end + e.scheduler._cost()) if i0 else None
     # the scheduler's shape: pairs = ctx + n plus 0.0 from the (empty) prompt sums, a float
-    times = roofline(step_work(e.dep.consts.shard, BatchShape(n, n, ctx, ctx + n + 0.0, n)), e.dep.consts)[4]
+    times = roofline(step_work(shard, BatchShape(n, n, ctx, ctx + n + 0.0, n)), e.dep.consts)[4]
     ends = np.empty(r + 1)
     ends[0] = end
     ends[1:] = times
-    np.cumsum(ends, out=ends)  # ends[j]: when step j ends (0: the one in flight)
-    # step ends only grow, and so do the blocks taken: each bound is a search
-    head = ends[:r]
-    steps = min(int(head.searchsorted(next_sample, "left")), int(head.searchsorted(top, "right")))
-    if e.grow:
-        need = np.cumsum(np.asarray(cohort.cnt, dtype=np.int64)[(-grown) % e.bs])
-        steps = min(steps, int(need.searchsorted(pool.num_free, "right")))
-    if steps < MIN_STEPS:
+    ends.cumsum(out=ends)  # ends[j]: when step j ends (0: the one in flight)
+    out = _walk(e, ends, n, a0, i0, top, next_sample)
+    return out if out is not None or not i0 else (end, float(ends[1]))
+
+
+def _completes_prompts(e) -> bool:
+    """The step in flight computes the last chunk of every prompt in progress, with nobody waiting."""
+    if e.spec is not None or not e.chunks or e.waiting or e.joined_ready or e.step_a != 1 or e.role != "both":
+        return False
+    if e.scheduler.cost is not step_cost or len(e.chunks) != len(e.prefilling):
+        return False
+    if any(seq.computed + n != seq.target for seq, n in e.chunks):
+        return False
+    s = e.dep.consts.shard
+    return not (s.window and s.kv_bytes_per_token_window)
+
+
+def _plan_decode(e, now: float) -> bool:
+    """Scheduler.plan for a batch that only decodes: the members' new blocks, then the step is in
+    flight. False (and nothing changed) when the blocks are short: the loop's plan preempts."""
+    cohort = e.cohort
+    if e.grow and not e.pool.try_allocate_anonymous(cohort.cnt[(-cohort.A) % e.bs]):
+        return False
+    e.step_a = 1
+    e.step_decoding = cohort.n
+    e.busy = True
+    e.step_start = now
+    return True
+
+
+def _limit(ends: np.ndarray, top: float, next_sample: float) -> int:
+    """Steps that may finish: those ending before the next sample and no later than the next event
+    (a step end goes before an event at the same instant), and not the last (what follows it is not
+    computed)."""
+    head = ends[:-1]
+    return min(int(head.searchsorted(next_sample, "left")), int(head.searchsorted(top, "right")))
+
+
+def _walk(e, ends: np.ndarray, n, a0: int, i: int, top: float,
+          next_sample: float) -> tuple[float, float | None] | None:
+    """Apply the stretch: runs of plain steps at once, each step at which members finish through the
+    engine's own end_step. Step j ends at ends[j], is planned at A = a0 + j and finishing it makes
+    A = a0 + j + 1; n (an int, or one per step) is the batch of step j + 1. Step i is in flight."""
+    cohort, pool, runner_heap = e.cohort, e.pool, e.sink.heap
+    i0 = i
+    limit = _limit(ends, top, next_sample)
+    size = len(ends)
+    while True:
+        head = cohort.heap[0][0] if cohort.heap else None
+        c = size if head is None else min(size, head - a0 - 1)  # the step whose end completes someone
+        k = min(c, limit)
+        blocks = _blocks(cohort, a0 + 1 + i, k - i, e.bs) if k > i and e.grow else 0
+        if blocks > pool.num_free:  # short of blocks on the way: the steps that fit
+            grown = a0 + 1 + np.arange(i, k, dtype=np.int64)
+            need = np.asarray(cohort.cnt, dtype=np.int64)[(-grown) % e.bs].cumsum()
+            k = i + int(need.searchsorted(pool.num_free, "right"))
+            blocks = int(need[k - i - 1]) if k > i else 0
+        if k > i:
+            _apply(e, ends, i, k, blocks)
+            i = k
+        if i < c or i >= limit:
+            break  # a KV allocation, an event or a sample comes first, or the steps computed ran out
+        # step i ends with completions: the engine applies it (records, freed blocks, callbacks)
+        e.step_decoding = cohort.n
+        e.end_step(float(ends[i]))
+        i += 1
+        if not cohort.n or e.waiting or e.chunks or e.joined_ready or cohort.n != _at(n, i - 1):
+            return float(ends[i - 1]), None  # the loop plans what comes next
+        if runner_heap and runner_heap[0][0] < top:  # a callback scheduled an event (a next turn)
+            top = runner_heap[0][0]
+            limit = min(limit, _limit(ends, top, next_sample))
+        if i >= limit or not _plan_decode(e, float(ends[i - 1])):
+            return float(ends[i - 1]), None
+    if i == i0:
         return None
-    _apply(e, ends, steps, int(need[steps - 1]) if e.grow else 0)
-    return float(ends[steps - 1]), float(ends[steps])
+    e.step_decoding = cohort.n
+    return float(ends[i - 1]), float(ends[i])
 
 
-def _apply(e, ends: np.ndarray, steps: int, blocks: int) -> None:
-    """The state after `steps` rounds of end_step + plan."""
+def _blocks(cohort, g: int, steps: int, bs: int) -> int:
+    """New blocks the members take when `steps` steps are planned from A = g on: a member takes one
+    whenever its length reaches a multiple of the block size, so every bs steps take one per member."""
+    cnt = cohort.cnt
+    total = (steps // bs) * cohort.n
+    for a in range(g + steps - steps % bs, g + steps):
+        total += cnt[(-a) % bs]
+    return total
+
+
+def _at(n, j: int) -> int:
+    return int(n if isinstance(n, int) else n[j])
+
+
+def _apply(e, ends: np.ndarray, i: int, k: int, blocks: int) -> None:
+    """The state after steps i … k − 1 finished (none of them completing anyone) and steps i + 1 … k
+    were planned: end_step's sums one step at a time, in order, and the blocks taken at once."""
     stats, cohort = e.stats, e.cohort
-    durs = np.diff(ends[:steps], prepend=e.step_start)  # end_step's `now - step_start`
-    stats.steps += steps
-    n = cohort.n
-    busy, seq_s = stats.busy_s, stats.seq_s
-    for d in durs.tolist():  # one add at a time, in order, as end_step does
-        busy += d
-        seq_s += d * n
-    stats.busy_s, stats.seq_s = busy, seq_s
+    durs = np.empty(k - i + 1)
+    durs[0] = e.step_start
+    durs[1:] = ends[i:k]
+    durs[1:] -= durs[:-1].copy()  # end_step's `now - step_start`, step by step
+    stats.steps += k - i
+    # end_step adds one step at a time; accumulate adds in order too, so the sums are the same doubles
+    durs[0] = stats.busy_s
+    stats.busy_s = float(durs.cumsum()[-1])
+    sums = durs * cohort.n
+    sums[0] = stats.seq_s
+    stats.seq_s = float(sums.cumsum()[-1])
+    durs = durs[1:]
     if len(e.running) > stats.peak_running:
         stats.peak_running = len(e.running)
     cohort.gaps.frombytes(durs.tobytes())
-    cohort.A += steps
+    cohort.A += k - i
     if blocks and not e.pool.try_allocate_anonymous(blocks):
         raise RuntimeError(f"closed-form decode: the KV pool refused {blocks} blocks it counted as free")
-    e.last_step_end = float(ends[steps - 1])
-    e.step_start = float(ends[steps - 1])
+    e.last_step_end = float(ends[k - 1])
+    e.step_start = float(ends[k - 1])

@@ -157,6 +157,12 @@ class Runner:
                     done = fast(e, end, heap[0][0] if heap else _INF, stats.next_sample)
                     if done is not None:
                         self.now, end = done
+                        if end is None:  # it finished a step at which requests completed: plan the next
+                            t = self.now
+                            if t >= stats.next_sample:
+                                stats.sample(t, engines)
+                            dur = begin(t)
+                            end = None if dur is None else t + dur
                         continue
                 t = self.now = end
                 finish(t)

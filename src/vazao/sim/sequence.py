@@ -74,10 +74,6 @@ class Seq:
     def in_conversation(self) -> bool:
         return self.stream is not self.rid
 
-    @property
-    def reusable(self) -> bool:
-        return self.key_cap == ALL
-
     def make_reusable(self) -> None:
         self.key_cap = ALL
 

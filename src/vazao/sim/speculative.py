@@ -31,11 +31,6 @@ def expected_tokens(alpha: float, k: int) -> float:
     return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
-def walltime_improvement(alpha: float, k: int, c: float) -> float:
-    """The paper's speed-up factor for a memory-bound target (Theorem 3.8)."""
-    return expected_tokens(alpha, k) / (k * c + 1.0)
-
-
 class SpecModel:
     """Per-engine speculative state: the deterministic accepted-length pattern and the draft's cost."""
 
