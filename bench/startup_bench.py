@@ -51,6 +51,12 @@ def run() -> dict:
     # before the parsed-catalog cache (catalog/_cache.py) and the lazy config.json schema
     # (catalog/hf_schema.py), 2026-12-03 22:18 on this 2-core machine
     before_cache = {"estimate": 0.42, "fit": 0.4, "help": 0.18}
+    # typer 0.29 (a fresh install's newest, 2026-12-04) coerces every option through pydantic; with it and
+    # the bench's signal handling (asyncio) imported at start-up: estimate 0.42, fit 0.39, help 0.19
+    before_typer_pin = {"estimate": 0.42, "fit": 0.39, "help": 0.19}
+    from importlib.metadata import version
+
     return {"before_issue_11_estimate_cpu_s": 0.82, "before_catalog_cache_cpu_s": before_cache,
+            "before_typer_pin_cpu_s": before_typer_pin, "typer": version("typer"),
             "cpu_s": {k: cpu_s(v) for k, v in COMMANDS.items()},
             "goal_estimate_cpu_s": 0.3, "import_vazao_cli_top": import_top()}

@@ -85,7 +85,7 @@ def test_interrupted_run_keeps_records_summary_and_result(tmp_path, long_wl, sig
         stdout, stderr = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
-    assert f"interrupted by {signal.Signals(signals[0]).name}" in stderr
+    assert f"interrupted by {signal.Signals(signals[0]).name}" in stderr, stderr  # whole: a watchdog's traceback
     lines = _lines(records)
     kinds = [d["kind"] for d in lines]
     assert kinds[0] == "meta" and kinds[-1] == "end" and lines[-1]["interrupted"] is True

@@ -25,3 +25,23 @@ def test_the_schema_is_still_there_for_a_config_json():
     arch = from_hf_config({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                            "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 512})
     assert "vazao.catalog.hf_schema" in sys.modules and arch.num_layers == 2
+
+
+CLI_PROBE = """
+import contextlib, io, sys
+from vazao.cli import main
+sys.argv = ["vazao", "estimate", "llama-3.1-8b", "--gpu", "h100-sxm"]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+print(*(m in sys.modules for m in ("pydantic", "asyncio", "aiohttp", "vazao.sim", "vazao.bench.client")))
+"""
+
+
+def test_a_one_shot_command_imports_only_what_it_uses():
+    """`vazao estimate` loads neither pydantic (typer 0.29 coerces every option through it: twice the CPU,
+    hence the pin below 0.29) nor the bench's asyncio signal handling, the HTTP client or the simulator."""
+    out = subprocess.run([sys.executable, "-c", CLI_PROBE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False"] * 5

@@ -51,10 +51,6 @@ class Format:
     def weight_only(self) -> bool:
         return self.kind == "weight_only"
 
-    @property
-    def bytes_per_weight(self) -> float:
-        return self.weight_bits / 8
-
 
 @dataclass(frozen=True)
 class KVFormat:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-import yaml
 
 from vazao import inputs
 from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
@@ -149,6 +148,8 @@ def calibrate_cmd(
     say = (lambda m: err_console.print(m, highlight=False)) if not (json_out or quiet) else None
     doc, fits = calibrate_engine(rows, fam, profile_path=path, workers=n, progress=say,
                                  source=str(measurements))
+    import yaml
+
     inputs.write_text(output, yaml.safe_dump(doc, sort_keys=False), "profile file")
     summary = {"output": str(output), "engine": fam, "rows": len(rows), "unreadable": len(problems),
                "fits": [{"min_version": ".".join(map(str, f.min_version)) if f.min_version else None,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import time
 from pathlib import Path
@@ -17,7 +16,6 @@ from rich.markup import escape
 
 from vazao import inputs
 from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, error_text, fail, report_error
-from vazao.cli.interrupt import Interrupted, Interrupts
 from vazao.errors import VazaoError
 from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
 from vazao.units import parse_duration
@@ -25,6 +23,7 @@ from vazao.units import parse_duration
 if TYPE_CHECKING:
     from vazao.bench.runs import Column
     from vazao.bench.session import BenchConfig, BenchResult
+    from vazao.cli.interrupt import Interrupts
     from vazao.results import SLO
 
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
@@ -82,6 +81,8 @@ def default_records_name() -> str:
     """Unique per run: two runs started in the same second never share a file."""
     now = time.time()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    import secrets
+
     return f"vazao-bench-{stamp}-{int(now * 1000) % 1000:03d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
 
 
@@ -108,6 +109,7 @@ def _run(cfg: BenchConfig, result: BenchResult, sig: Interrupts) -> int | None:
 
     from vazao.bench.loop import run as run_loop
     from vazao.bench.session import run_bench
+    from vazao.cli.interrupt import Interrupted
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -261,6 +263,7 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
     from vazao.bench import redact
     from vazao.bench.preflight import BenchRefused
     from vazao.bench.session import BenchResult
+    from vazao.cli.interrupt import Interrupts
 
     try:
         cfg, out_path, reports = _config(url, o)
