@@ -9,6 +9,7 @@ import pytest
 
 from vazao.catalog.models import get_model
 from vazao.physics.deployment import make_deployment
+from vazao.physics.profiles import get_engine
 from vazao.sim import SimConfig, SpecConfig, fastpath, simulate
 from vazao.sim.loop import Runner
 from vazao.workload import load_workload
@@ -52,6 +53,11 @@ CASES = {
                        {"count": 2, "tp": 2, "engine": "trtllm"}),
     "moe-sglang": ("qwen3-30b-a3b", "h100-sxm", "agent", {"requests": 200}, {}, {"engine": "sglang"}),
     "sliding-window": ("gemma-2-9b", "h100-sxm", "chat", {"requests": 200}, {}),  # step by step only
+    # a completion inside a stretch sends the next request through the runner's ENQUEUE event
+    "closed-loop-request-overhead": (*H100, "chat", {"requests": 300, "concurrency": 8}, {},
+                                     {"engine": get_engine("vllm").overridden(request_overhead_s=0.004)}),
+    # conversations: a finished turn parks its next one behind a think time (an event inside the stretch)
+    "support-turns-own-rate": (*H100, "support", {"requests": 300}, {}),
 }
 
 
