@@ -58,6 +58,9 @@ CASES = {
                                      {"engine": get_engine("vllm").overridden(request_overhead_s=0.004)}),
     # conversations: a finished turn parks its next one behind a think time (an event inside the stretch)
     "support-turns-own-rate": (*H100, "support", {"requests": 300}, {}),
+    # a closed loop where some requests are refused on arrival (longer than max_context): the refusal
+    # sends the next one at once, stamped with the runner's clock, from inside a stretch
+    "closed-loop-refusals": (*H100, "chat", {"requests": 300, "concurrency": 8}, {"max_context": 700}),
 }
 
 

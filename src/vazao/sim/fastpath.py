@@ -83,6 +83,7 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
         # the step in flight ends the prompts it computes and leaves a decode batch: the engine applies
         # it, the next step is planned here as the scheduler would, and the stretch starts after it
         last = min(cohort.gaps[-2:], default=end - e.step_start)  # the mixed step's own length overstates
+        e.sink.now = end  # the runner's clock, as the loop sets it before a step ends (callbacks read it)
         e.end_step(end)
         heap = e.sink.heap
         if heap and heap[0][0] < top:
@@ -168,7 +169,8 @@ def _walk(e, ends: np.ndarray, n, a0: int, i: int, top: float,
             break  # a KV allocation, an event or a sample comes first, or the steps computed ran out
         # step i ends with completions: the engine applies it (records, freed blocks, callbacks)
         e.step_decoding = cohort.n
-        e.end_step(float(ends[i]))
+        e.sink.now = t = float(ends[i])
+        e.end_step(t)
         i += 1
         if not cohort.n or e.waiting or e.chunks or e.joined_ready or cohort.n != _at(n, i - 1):
             return float(ends[i - 1]), None  # the loop plans what comes next
