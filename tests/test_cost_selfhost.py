@@ -102,20 +102,39 @@ def test_simulated_capacity_meets_the_slo():
     slo = SLO.parse("ttft_p95=500ms,tpot_p95=40ms")
     tp = simulated_throughput(dep, load_workload("chat"), slo)
     assert tp is not None and tp.source == "simulated" and tp.output_tokens_per_s > 0
-    assert "concurrency" in tp.detail and "meets ttft_p95, tpot_p95" in tp.detail
+    # issue 20, point 2: the open-loop capacity of the one policy (cost.capacity), not a closed loop
+    assert "Poisson" in tp.detail and "the highest that meets ttft_p95, tpot_p95" in tp.detail
+    assert "warm-up" in tp.detail
 
 
-def test_simulated_search_finds_the_highest_concurrency_that_meets_the_slo():
-    """A stand-in simulator whose p95 TTFT crosses the limit above concurrency 37."""
-    calls: list[int] = []
-    fake = _knee_sim(calls)
+def _rate_knee_sim(calls: list[float]):
+    """A stand-in simulator whose p95 TTFT is 0.1 + 0.01 × (arrival rate) s."""
+    from types import SimpleNamespace
+
+    def fake(dep, workload, config=None, slo=None):
+        rate = workload.arrival.rate
+        calls.append(rate)
+        assert workload.warmup >= workload.requests // 10  # the start from an empty engine is left out
+        n = workload.requests - workload.warmup
+        s = RunSummary(requests=n, errors=0, duration_s=10.0, ttft_s=lat(0.1 + 0.01 * rate), itl_s=lat(0.02),
+                       tpot_s=lat(0.02), e2e_s=lat(1.0), request_throughput_per_s=rate,
+                       output_tokens_per_s=25.0 * rate, total_tokens_per_s=125.0 * rate, prompt_tokens=100 * n,
+                       output_tokens=25 * n)
+        return SimpleNamespace(summary=s, mean_batch=rate)
+
+    return fake
+
+
+def test_simulated_search_finds_the_highest_rate_that_meets_the_slo():
+    """The stand-in's p95 TTFT crosses 470 ms above 37 arrivals/s: the search lands within 3% below."""
+    calls: list[float] = []
     dep = deployment_for("llama-3.1-8b", "h100-sxm")
-    tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=fake)
-    assert tp.batch == 37  # 0.1 + 0.01 × 37 = 0.47 s
-    assert tp.output_tokens_per_s == pytest.approx(25.0 * 37)
-    assert 38 in calls  # it checked the next concurrency up
-    never = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=50ms"), simulate=fake)
-    assert never.output_tokens_per_s == 0 and "missed even at concurrency 1" in never.detail
+    tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=_rate_knee_sim(calls))
+    assert 37 / 1.03 <= tp.requests_per_s <= 37  # 0.1 + 0.01 × 37 = 0.47 s
+    assert any(c > 37 for c in calls) and len(calls) == len(set(calls))  # it checked a rate above, once each
+    never = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=50ms"),
+                                 simulate=_rate_knee_sim(calls))
+    assert never.output_tokens_per_s == 0 and "missed even" in never.detail
 
 
 def test_selfhost_cli_names_its_throughput_source(tmp_path):
@@ -196,16 +215,13 @@ def _knee_sim(calls: list[int]):
     return fake
 
 
-def test_simulated_search_runs_each_concurrency_once_and_saturates_without_an_slo():
+def test_simulated_search_saturates_without_an_slo():
     dep = deployment_for("llama-3.1-8b", "h100-sxm")
     calls: list[int] = []
-    tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=_knee_sim(calls))
-    assert tp.batch == 37 and len(calls) == len(set(calls))
-    assert tp.input_time_share is not None and 0 < tp.input_time_share < 1
-    calls.clear()
     top = dep.engine.max_num_seqs * dep.replicas
     sat = simulated_throughput(dep, load_workload("chat"), None, simulate=_knee_sim(calls))
     assert calls == [top] and sat.batch == top and "no SLO (saturated)" in sat.detail
+    assert sat.input_time_share is not None and 0 < sat.input_time_share < 1
 
 
 @settings(max_examples=200, deadline=None)

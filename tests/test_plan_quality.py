@@ -24,11 +24,15 @@ def test_lookups():
     assert meets_floor("qwen3", "int4-gptq", 0.9) == "unknown"
 
 
-def test_the_floor_prunes_published_misses_and_flags_unknowns():
+def test_the_floor_prunes_published_misses_and_unknowns():
+    # issue 20, point 9: --quality-floor 0.99 used to prune GPTQ (published 0.989) and crown AWQ, whose
+    # quality nobody published; an unknown quality never passes a floor, and the reason says it was unknown
     r = run_plan(PlanInputs(workload="chat", traffic=Traffic(rate=2), slo=SLO.parse("ttft_p95=2s,tpot_p95=80ms"),
                             models=("llama-3.1-8b",), gpus=("l4",), formats=("int4-gptq", "int4-awq", "bf16"),
                             max_gpus=2, requests=60, quality_floor=0.99, simulate_top=4), workers=1)
     assert any(p.reason == "quality" and p.shape.fmt == "int4-gptq" for p in r.pruned)
-    awq = [c for c in r.candidates if c.shape.fmt == "int4-awq" and c.source == "simulated"]
-    assert awq and all(c.quality is None and "quality unknown" in c.detail for c in awq)
+    assert not [c for c in r.candidates if c.shape.fmt == "int4-awq"]
+    awq = [p for p in r.pruned if p.shape.fmt == "int4-awq"]
+    assert awq and all(p.reason == "quality" and "quality unknown" in p.detail for p in awq)
+    assert r.winner is not None and r.winner.shape.fmt == "bf16"
     assert all(c.quality == 1.0 for c in r.candidates if c.shape.fmt == "bf16")

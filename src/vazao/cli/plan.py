@@ -188,7 +188,7 @@ def _bench(result) -> str:
 
 
 def _api(result, price: str) -> dict:
-    from vazao.plan.api import api_usd_per_request, compare
+    from vazao.plan.api import api_bill_per_request, compare
 
     c = result.winner or result.candidates[0]
     if c.usd_per_hour is None:
@@ -198,7 +198,7 @@ def _api(result, price: str) -> dict:
         if c.summary is None:
             raise VazaoError("--against-api with a concurrency needs a simulated winner")
         rps = c.summary.request_throughput_per_s * c.replicas
-    pid, per_request = api_usd_per_request(result.inputs.workload, price, seed=result.inputs.seed)
+    pid, per_request = api_bill_per_request(result.inputs.workload, price, seed=result.inputs.seed)
     return compare(c, rps, pid, per_request).to_json()
 
 

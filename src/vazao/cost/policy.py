@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from vazao.cost.breakeven import choose_count
+from vazao.cost.money import HOURS_PER_MONTH
 from vazao.cost.selfhost import (
     SelfHostCost,
     Throughput,
@@ -139,7 +140,6 @@ def selfhost_for(q: SelfHostQuery) -> SelfHostCost:
 
 
 # ---- break-even against an API ----------------------------------------------------------------
-HOURS_PER_MONTH = 730
 
 
 def api_usd_per_request(table, shape: RequestShape, plan: Sequence | None = None,

@@ -284,10 +284,13 @@ def _simulated_detail(workload: Workload, slo: SLO | None, concurrency: int, bes
 
 def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = None,
                          simulate: Simulate | None = None) -> Throughput:
-    """The workload's capacity on the discrete-event simulator (vazao.sim). The workload runs
-    closed-loop: without an SLO at the engine's max_num_seqs per replica (saturation); with one, at the
-    highest concurrency whose run meets every limit (doubling, then bisecting). The input/output time
-    split comes from the analytic model at the simulated mean batch."""
+    """The workload's capacity on the discrete-event simulator (vazao.sim). With an SLO: the one
+    capacity policy (cost.capacity, shared with `vazao plan`): the engine capped at the batch that holds
+    the latency limits with mixed prefill, and the highest Poisson arrival rate whose steady-state run
+    meets every limit. Without one: closed loop at the engine's max_num_seqs per replica (saturation).
+    The input/output time split comes from the analytic model at the simulated mean batch."""
+    if slo is not None and not workload.closed_loop:
+        return _open_loop_capacity(dep, workload, slo, simulate)
     if simulate is None:
         from vazao.sim import simulate
     runs = _ClosedLoopRuns(dep, workload, slo, simulate)
@@ -300,6 +303,36 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
     tp = throughput_from_summary(best.summary, "simulated", _simulated_detail(workload, slo, best_c, best))
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
                       _input_share(dep, best), best_c)
+
+
+JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
+
+
+def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None) -> Throughput:
+    from vazao.cost.capacity import batch_cap, slo_rate
+
+    plan = workload.with_overrides(requests=2000).plan()
+    sessions = max(1, sum(1 for r in plan if r.turn == 1))
+    per_session = len(plan) / sessions
+    mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
+    mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
+    cached = round(sum(r.prefix_tokens + r.history_tokens for r in plan) / len(plan)) if dep.engine.prefix_caching \
+        else 0
+    point = batch_cap(dep, mean_in, mean_out, slo.limits, steady_batch_limit(dep, mean_in, mean_out), cached)
+    if point is None:
+        return Throughput(0.0, 0.0, 0.0, "simulated", f"simulated {workload.name}: the SLO is missed even at "
+                          "batch 1 (analytic steady point)", None, 0)
+    start = point.output_tokens_per_s / mean_out / per_session
+    found = slo_rate(dep, workload, slo, point.batch, start, JUDGED_REQUESTS, simulate=simulate)
+    if found is None:
+        return Throughput(0.0, 0.0, 0.0, "simulated",
+                          f"simulated {workload.name}: the SLO is missed even at {start / 1.5 ** 10:.3g}/s", None, 0)
+    rps = found.rate * per_session
+    s = found.summary
+    detail = (f"simulated {workload.name}, Poisson {found.rate:.3g} arrivals/s ({rps:.3g} req/s), the highest "
+              f"that meets {', '.join(slo.limits)} (cost.capacity: batch capped at {point.batch}; "
+              f"{found.describe()}): p95 TTFT {s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms")
+    return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, point.input_time_share, point.batch)
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:

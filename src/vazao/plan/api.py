@@ -9,8 +9,8 @@ for as long as the deployment carries the traffic (the plan sized it for T)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 
+from vazao.cost.money import HOURS_PER_MONTH
 from vazao.plan.evaluate import Candidate
 
 
@@ -33,20 +33,21 @@ class ApiComparison:
         return {**self.__dict__, "api_over_selfhost": self.ratio}
 
 
-def api_usd_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl: str | None = None,
-                        requests: int = 2000) -> tuple[str, float]:
+def api_bill_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl: str | None = None,
+                         requests: int = 2000) -> tuple[str, float]:
+    """The API's mean bill per request of the workload: cost.policy.api_usd_per_request (the one
+    definition) over `requests` planned requests; (price id, dollars)."""
     from vazao.catalog.prices import get_price
-    from vazao.cost.breakeven import bill_workload
+    from vazao.cost.policy import RequestShape, api_usd_per_request
     from vazao.workload import load_workload
 
     table = get_price(price)
     w = load_workload(workload, requests=requests, seed=seed)
-    bill = bill_workload(w.plan(), table, cache_ttl)
-    return table.id, float(bill.charge.total / Decimal(max(1, bill.requests)))
+    return table.id, float(api_usd_per_request(table, RequestShape(1, 1), w.plan(), cache_ttl))
 
 
 def compare(c: Candidate, requests_per_s: float, price_id: str, api_per_request: float) -> ApiComparison:
-    month_s = 730 * 3600
+    month_s = HOURS_PER_MONTH * 3600
     self_per_request = c.usd_per_hour / (requests_per_s * 3600)
     return ApiComparison(
         price_id=price_id, api_usd_per_request=api_per_request,

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cache
 
+from vazao.cost.money import HOURS_PER_MONTH
 from vazao.errors import VazaoError
 from vazao.plan.space import Lengths, PlanInputs, Shape, Traffic
 
-HOURS_PER_MONTH = 730.0
 CAPACITY_MARGIN = 0.85  # the closed form ignores queueing: aim the first replica count below its capacity
 MAX_TRIES = 4
 
@@ -108,31 +109,36 @@ def _quality(dep) -> tuple[float | None, str]:
     return (q.recovery, q.source) if q is not None else (None, "")
 
 
-def max_batch_within(dep, limit_s: float | None, cap: int, context: float) -> int:
-    """Largest batch ≤ cap whose decode step takes at most limit_s (cap when there is no limit)."""
+def _latency_terms(slo) -> str:
+    return ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in slo.limits.items() if k.split("_", 1)[0] != "e2e")
+
+
+@cache
+def _demand(workload: str, seed: int):
+    from vazao.cost.capacity import demand_of
+    from vazao.workload import load_workload
+
+    return demand_of(load_workload(workload, seed=seed))
+
+
+def slo_cap(dep, inp: PlanInputs, cap: int):
+    """The batch cap the emitted command sets: cost.capacity.batch_cap (the one capacity policy, which
+    `vazao cost selfhost` uses too) at the workload's mean request, history and cached prefix included."""
+    from vazao.cost.capacity import batch_cap
+
+    d = _demand(inp.workload, inp.seed)
+    cached = round(d.cached_tokens) if dep.engine.prefix_caching else 0
+    return batch_cap(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)), inp.slo.limits, cap,
+                     cached)
+
+
+def optimistic_rate(dep, lengths: Lengths, cap: int) -> float:
+    """An upper bound on the requests/s one replica serves: every slot full (batch = cap) and the
+    prompts' prefill free (as if a prefix cache served them all)."""
     from vazao.estimate import decode_cost
-
-    ctx = max(1, int(context))
-    if limit_s is None:
-        return cap
-    if decode_cost(dep, 1, ctx).time_s > limit_s:
-        return 0
-    lo, hi = 1, cap
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if decode_cost(dep, mid, ctx).time_s <= limit_s else (lo, mid - 1)
-    return lo
-
-
-def analytic_rate(dep, batch: int, lengths: Lengths) -> float:
-    """Requests/s one replica serves at `batch` (see the module docstring)."""
-    from vazao.estimate import decode_cost
-    from vazao.physics.prompt import prompt_prefill
 
     ctx = max(1, int(lengths.prompt_mean + lengths.output_mean / 2))
-    step = decode_cost(dep, batch, ctx).time_s
-    prefill = prompt_prefill(dep, max(1, round(lengths.prompt_mean))).time_s
-    return 1.0 / (prefill + lengths.output_mean * step / batch)
+    return cap / (max(lengths.output_mean, 1.0) * decode_cost(dep, cap, ctx).time_s)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,7 @@ class Screen:
 
 def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     """Steps 1 and 2 of the module docstring."""
+    from vazao.estimate import steady_batch_limit
     from vazao.physics.memory import fit
     from vazao.physics.prompt import prompt_prefill
 
@@ -166,6 +173,10 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     if not f.fits or f.max_concurrent_sequences < 1:
         return Pruned(shape, "does not fit", f.reason or "no room for one request's KV cache")
     quality, qsource = _quality(dep)
+    if inp.quality_floor is not None and quality is None:
+        return Pruned(shape, "quality", f"{dep.weight_format.name} on {dep.model.family}: quality unknown (no "
+                                        f"published figure), so it cannot be shown to meet the floor "
+                                        f"{inp.quality_floor:.1%}")
     if inp.quality_floor is not None and quality is not None and quality < inp.quality_floor:
         return Pruned(shape, "quality", f"{dep.weight_format.name} on {dep.model.family}: {quality:.1%} of 16-bit "
                                         f"quality < floor {inp.quality_floor:.1%} ({qsource})")
@@ -174,24 +185,35 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     if ttft_limit is not None and alone > ttft_limit:
         return Pruned(shape, "TTFT floor", f"one {lengths.prompt_mean:.0f}-token prompt alone takes "
                                            f"{alone * 1e3:.0f} ms > {ttft_limit * 1e3:.0f} ms")
-    tpot_limit = min([x for x in (_limit(inp.slo, "tpot"), _limit(inp.slo, "itl")) if x is not None], default=None)
-    cap = min(dep.engine.max_num_seqs, f.max_concurrent_sequences)
-    ctx = lengths.prompt_mean + lengths.output_mean / 2
-    batch = max_batch_within(dep, tpot_limit, cap, ctx)
-    if batch < 1:
-        return Pruned(shape, "TPOT floor", f"one sequence alone decodes slower than {tpot_limit * 1e3:.0f} ms/token")
-    rate = analytic_rate(dep, batch, lengths) * CAPACITY_MARGIN
+    # sequences memory holds at the mean request (paged KV: a long one takes more blocks, a short one
+    # fewer; the simulator preempts where they do not fit), as cost.capacity caps them
+    d = _demand(inp.workload, inp.seed)
+    cap = steady_batch_limit(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)))
+    point = slo_cap(dep, inp, cap)
+    if point is None:
+        return Pruned(shape, "TPOT floor", "one sequence alone, with the prefill mixed into its steps, misses "
+                                           f"{_latency_terms(inp.slo)}")
+    batch = point.batch
+    # arrivals/s (a conversation workload's arrivals are sessions of several requests)
+    rate = point.output_tokens_per_s / max(d.output_tokens, 1.0) / d.requests_per_session * CAPACITY_MARGIN
+    # The prune is conservative: it uses an upper bound on what one replica can carry (every sequence
+    # slot full, prefill free), so it never removes a shape the simulator would accept.
+    upper = optimistic_rate(dep, lengths, cap) / d.requests_per_session
     traffic = inp.traffic
     if traffic.rate is not None:
         replicas = max(1, math.ceil(traffic.rate / rate))
-        served_out = traffic.rate * lengths.output_mean
+        fewest = max(1, math.ceil(traffic.rate / upper - 1e-9))
+        served_out = traffic.rate * d.requests_per_session * d.output_tokens
     else:
         replicas = max(1, math.ceil(traffic.concurrency / batch))
+        fewest = max(1, math.ceil(traffic.concurrency / cap))
         served_out = min(traffic.concurrency, replicas * batch) * rate / batch * lengths.output_mean
+    if fewest * shape.gpus_per_replica > inp.max_gpus:
+        return Pruned(shape, "GPUs", f"needs at least {fewest * shape.gpus_per_replica} GPUs ({fewest} replicas, "
+                                     f"each at its upper bound) for {traffic.describe()}, over the "
+                                     f"{inp.max_gpus} allowed")
+    replicas = min(replicas, inp.max_gpus // shape.gpus_per_replica)
     gpus = replicas * shape.gpus_per_replica
-    if gpus > inp.max_gpus:
-        return Pruned(shape, "GPUs", f"needs about {gpus} GPUs ({replicas} replicas) for {traffic.describe()}, "
-                                     f"over the {inp.max_gpus} allowed")
     est = gpus * price / (served_out * 3600) * 1e6 if price is not None else math.inf
     return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource)
 
@@ -210,48 +232,81 @@ def _checks(dep, summary, slo, regime: str) -> tuple[tuple[Check, ...], dict]:
     return tuple(checks), bands
 
 
-def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate | Pruned:
-    """Step 3 of the module docstring."""
-    from vazao.sim.config import SimConfig
-    from vazao.sim.run import simulate
+def steady_workload(inp: PlanInputs, share: Traffic):
+    """The workload one replica is judged on: cost.capacity.steady_workload (warm-up left out, enough
+    requests) at the replica's share of the traffic."""
+    from vazao.cost.capacity import steady_workload as steady
     from vazao.workload import load_workload
 
+    w = load_workload(inp.workload, seed=inp.seed)
+    return steady(w, requests=inp.requests, rate=share.rate, concurrency=share.concurrency, limits=inp.slo.limits)
+
+
+def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
+    from vazao.sim.config import SimConfig
+    from vazao.sim.run import simulate
+
+    w = steady_workload(inp, inp.traffic.per_replica(replicas))
+    # the engine capped at the batch that holds the SLO: what the emitted command sets
+    result = simulate(dep, w, SimConfig.from_engine(dep.engine, max_num_seqs=s.batch), slo=inp.slo)
+    checks, bands = _checks(dep, result.summary, inp.slo, "serving")
+    return result, checks, bands, w
+
+
+def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate | Pruned:
+    """Step 3 of the module docstring: the fewest replicas (from the estimate, up or down) whose
+    steady-state simulation meets every limit (by the band's edge where there is a band)."""
     dep = _deployment(s.shape, inp.profile)
-    replicas = s.replicas
-    last = None
+    top = inp.max_gpus // s.shape.gpus_per_replica
+    runs: dict[int, tuple] = {}
+
+    def run(r: int) -> tuple:
+        if r not in runs:
+            runs[r] = _judge(dep, s, inp, r)
+        return runs[r]
+
+    def ok(r: int) -> bool:
+        return all(c.met for c in run(r)[1])
+
+    r = max(1, min(s.replicas, top))
     for _ in range(MAX_TRIES):
-        if replicas * s.shape.gpus_per_replica > inp.max_gpus:
+        if ok(r) or r >= top:
             break
-        share: Traffic = inp.traffic.per_replica(replicas)
-        w = load_workload(inp.workload, requests=inp.requests, rate=share.rate, concurrency=share.concurrency,
-                          seed=inp.seed)
-        # the engine capped at the batch that meets the TPOT limit: what the emitted command sets
-        result = simulate(dep, w, SimConfig.from_engine(dep.engine, max_num_seqs=s.batch), slo=inp.slo)
-        checks, bands = _checks(dep, result.summary, inp.slo, "serving")
-        last = (replicas, result, checks, bands)
-        if all(c.met_by_value for c in checks):
-            break
-        worst = max(c.value / c.limit if c.value else 2.0 for c in checks)
-        replicas = max(replicas + 1, math.ceil(replicas * min(worst, 2.0)))
-    if last is None:
-        return Pruned(s.shape, "GPUs", f"needs over {inp.max_gpus} GPUs for {inp.traffic.describe()}")
-    replicas, result, checks, bands = last
+        worst = max(c.value / c.limit if c.value else 2.0 for c in run(r)[1])
+        r = min(top, max(r + 1, math.ceil(r * min(worst, 2.0))))
+    if ok(r):  # the estimate aims below capacity: fewer replicas may do
+        while r > 1 and len(runs) < MAX_TRIES + 4 and ok(r - 1):
+            r -= 1
+    replicas = r
+    result, checks, bands, w = run(r)
     usd_h = _usd_h(s, replicas)
-    out_tok_s = result.summary.output_tokens_per_s * replicas
     meets = all(c.met for c in checks)
     marginal = not meets and all(c.met_by_value for c in checks)
     note = "" if bands else "no band: the engine profile is not calibrated"
-    if inp.quality_floor is not None and s.quality is None:
-        note = "; ".join(x for x in (note, "quality unknown: no published figure for this format and family") if x)
+    judged = (f"steady state: {w.requests - w.warmup:,} requests judged per replica, first {w.warmup:,} "
+              "left out as warm-up")
     return Candidate(
         shape=s.shape, kv_format=s.kv_format, replicas=replicas, max_batch=s.batch,
         usd_per_hour=usd_h,
-        usd_per_mtok=usd_h / (out_tok_s * 3600) * 1e6 if usd_h is not None and out_tok_s > 0 else None,
+        usd_per_mtok=_offered_usd_per_mtok(usd_h, inp, lengths, result.summary.output_tokens_per_s * replicas),
         usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
         meets_slo=meets, marginal=marginal, source="simulated",
         checks=checks, bands=bands, summary=result.summary, quality=s.quality, quality_source=s.quality_source,
-        detail="; ".join(x for x in (note, f"peak batch {result.peak_running}, {result.preemptions} preemptions")
-                         if x))
+        detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
+                                     "preemptions") if x))
+
+
+def _offered_usd_per_mtok(usd_h: float | None, inp: PlanInputs, lengths: Lengths, simulated_out: float) -> float | None:
+    """$/Mtok at the offered traffic (an open loop's rate × the mean answer), not at the simulated run's
+    throughput, which counts the run's ramp and drain; a closed loop has no offered rate: its run's."""
+    from vazao.cost.money import usd_per_mtok
+
+    if usd_h is None:
+        return None
+    d = _demand(inp.workload, inp.seed)
+    out = inp.traffic.rate * d.requests_per_session * d.output_tokens if inp.traffic.rate is not None \
+        else simulated_out
+    return usd_per_mtok(usd_h, out)
 
 
 def _usd_h(s: Screen, replicas: int) -> float | None:

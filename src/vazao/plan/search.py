@@ -71,8 +71,13 @@ def _map_local(jobs: list, workers: int, progress: Progress | None) -> list:
 
 
 def _rank_key(c: Candidate) -> tuple:
+    """Meets, marginal, misses, estimated only; within a tier the lowest $/month (at a fixed traffic the
+    bill is what differs; $/Mtok at the offered traffic orders the same), then the most headroom to the
+    SLO (the worst limit's value / limit), then the fewest GPUs."""
     tier = 0 if c.meets_slo else 1 if c.marginal else 2 if c.source == "simulated" else 3
-    return tier, c.usd_per_mtok if c.usd_per_mtok is not None else math.inf, c.count, c.shape
+    month = c.usd_per_month if c.usd_per_month is not None else math.inf
+    worst = max((k.ratio for k in c.checks), default=math.inf)
+    return tier, month, worst, c.count, c.shape
 
 
 def pareto_front(cands: Sequence[Candidate]) -> tuple[Candidate, ...]:
