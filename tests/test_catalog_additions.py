@@ -7,7 +7,7 @@ import pytest
 from vazao.catalog.formats import get_format, support
 from vazao.catalog.hardware import get_accelerator
 from vazao.catalog.models import get_model
-from vazao.units import GB, TFLOPS
+from vazao.units import GB, TFLOPS, GiB
 
 
 @pytest.mark.parametrize("name, published, rel", [
@@ -64,11 +64,12 @@ def test_maverick_interleaves_dense_and_moe_layers():
 
 
 def test_gb10_unified_memory_and_bandwidth():
-    # NVIDIA DGX Spark page: 128 GB LPDDR5x unified, 273 GB/s; compute capability 12.1 (sm_121)
+    # NVIDIA DGX Spark page: 128 GB LPDDR5x unified, 273 GB/s; compute capability 12.1 (sm_121). The 128 is GiB:
+    # a Spark's /proc/meminfo shows MemTotal 127600748 kB (XuehaiPan/nvitop PR #208), above 128e9 bytes.
     for label in ("GB10", "DGX-Spark", "NVIDIA GB10"):
         assert get_accelerator(label).id == "gb10"
     g = get_accelerator("gb10")
-    assert g.memory_bytes == 128 * GB and g.memory_bandwidth_bytes_per_s == 273 * GB
+    assert g.memory_bytes == 128 * GiB and g.memory_bandwidth_bytes_per_s == 273 * GB
     assert g.host_link_bytes_per_s == g.memory_bandwidth_bytes_per_s  # the CPU shares that memory
     assert g.generation == "blackwell" and g.compute_capability == "12.1"
     assert g.usd_per_hour is None and g.price_source  # bought, not rented: the null says why

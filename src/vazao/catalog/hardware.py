@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
-from vazao.units import GB, TFLOPS
+from vazao.units import GB, TFLOPS, GiB
 
 # Compute dtypes an accelerator may list a dense peak for.
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp6", "fp4")
@@ -47,6 +47,9 @@ class Accelerator:
     as_of: str
     price_source: str | None = None
     price_as_of: str | None = None
+    memory_unit: str = "B"  # how the catalog states memory_bytes: GiB (2**30), GB (1e9), or B where measured
+    memory_source: str | None = None
+    memory_as_of: str | None = None
     aliases: tuple[str, ...] = ()
     notes: str = ""
     # GeForce cards list FP32-accumulate tensor rates; GEMMs that accumulate in FP16 run this much faster
@@ -101,6 +104,25 @@ def _speedup(entry: dict) -> float:
     return float(v)
 
 
+# The catalog's memory keys: one per unit, never a bare number whose unit is a guess.
+MEMORY_KEYS = {"memory_gib": ("GiB", GiB), "memory_gb": ("GB", GB)}
+
+
+def _memory(entry: dict) -> tuple[float, str]:
+    """memory_bytes and its stated unit from exactly one of memory_gib / memory_gb, with its own source."""
+    keys = [k for k in MEMORY_KEYS if k in entry]
+    if len(keys) != 1:
+        raise VazaoError(f"accelerator {entry['id']}: give exactly one of memory_gib (2**30 bytes) or memory_gb "
+                         f"(1e9 bytes), got {keys or 'neither'}")
+    value = entry[keys[0]]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
+        raise VazaoError(f"accelerator {entry['id']}: {keys[0]} must be a positive number, got {value!r}")
+    if not entry.get("memory_source") or not entry.get("memory_as_of"):
+        raise VazaoError(f"accelerator {entry['id']}: {keys[0]} needs a memory_source and a memory_as_of")
+    unit, size = MEMORY_KEYS[keys[0]]
+    return float(value) * size, unit
+
+
 def _accelerator(entry: dict) -> Accelerator:
     gens = generations()
     gen_name = entry["generation"]
@@ -111,6 +133,7 @@ def _accelerator(entry: dict) -> Accelerator:
     if bad:
         raise VazaoError(f"accelerator {entry['id']}: unknown dtypes {sorted(bad)}")
     price = entry.get("rental") or {}
+    memory_bytes, memory_unit = _memory(entry)
     return Accelerator(
         id=entry["id"],
         name=entry["name"],
@@ -118,7 +141,10 @@ def _accelerator(entry: dict) -> Accelerator:
         kind=entry.get("kind", "gpu"),
         generation=gen_name,
         compute_capability=(str(entry["compute_capability"]) if entry.get("compute_capability") else None),
-        memory_bytes=float(entry["memory_gb"]) * GB,
+        memory_bytes=memory_bytes,
+        memory_unit=memory_unit,
+        memory_source=entry["memory_source"],
+        memory_as_of=str(entry["memory_as_of"]),
         memory_bandwidth_bytes_per_s=float(entry["bandwidth_gb_s"]) * GB,
         peak_flops=MappingProxyType(peaks),
         interconnect=entry["interconnect"],

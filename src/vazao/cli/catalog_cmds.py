@@ -7,12 +7,35 @@ import typer
 from vazao.cli.app import JSON, app, console, emit_json
 
 
+def _families(wanted: str, known: set[str]) -> set[str]:
+    """'qwen' names qwen2, qwen3 and qwen3_moe; 'llama,gemma3' two families. Unknown: one line, the list."""
+    from vazao.catalog._load import check_label, norm
+    from vazao.errors import VazaoError
+
+    picked: set[str] = set()
+    for part in check_label("model family", wanted).split(","):
+        key = norm(part).replace("-", "_")
+        match = {f for f in known if f == key or f.startswith(key)} if key else set()
+        if not match:
+            raise VazaoError(f"no model family {part.strip()[:40]!r} (families: {', '.join(sorted(known))})")
+        picked |= match
+    return picked
+
+
 @app.command("models")
-def models_cmd(json_out: bool = JSON) -> None:
-    """The model architectures vazao knows (read from their config.json numbers)."""
+def models_cmd(
+    family: str = typer.Option(None, "--family", "-f",
+                               help="Only these families, comma-separated; a prefix matches (qwen: qwen2, qwen3…)."),
+    json_out: bool = JSON,
+) -> None:
+    """The model architectures vazao knows (read from their config.json numbers), grouped by family."""
     from vazao.catalog.models import models
     from vazao.report.console import models_table
 
+    ms = sorted(models().values(), key=lambda m: (m.family, m.total_params, m.name))
+    if family is not None:
+        keep = _families(family, {m.family for m in ms})
+        ms = [m for m in ms if m.family in keep]
     rows = [
         {
             "name": m.name, "family": m.family, "params": m.total_params, "active_params": m.active_params,
@@ -21,7 +44,7 @@ def models_cmd(json_out: bool = JSON) -> None:
             "kv_bytes_per_token": m.kv_bytes_per_token(2.0), "max_context": m.max_context,
             "sliding_window": m.sliding_window, "aliases": list(m.aliases), "source": m.source, "as_of": m.as_of,
         }
-        for m in models().values()
+        for m in ms
     ]
     if json_out:
         emit_json({"models": rows})
@@ -39,7 +62,8 @@ def gpus_cmd(json_out: bool = JSON) -> None:
         {
             "id": a.id, "name": a.name, "vendor": a.vendor, "generation": a.generation,
             "compute_capability": a.compute_capability, "tensor_cores": a.tensor_cores,
-            "memory_bytes": a.memory_bytes, "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s,
+            "memory_bytes": a.memory_bytes, "memory_unit": a.memory_unit, "memory_source": a.memory_source,
+            "memory_as_of": a.memory_as_of, "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s,
             "peak_flops": dict(a.peak_flops), "peak_16bit": a.peak_16bit[1], "peak_fp8": a.peak("fp8"),
             "peak_fp4": a.peak("fp4"), "interconnect": a.interconnect,
             "interconnect_bytes_per_s": a.interconnect_bytes_per_s, "usd_per_hour": a.usd_per_hour,

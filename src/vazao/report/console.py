@@ -5,33 +5,59 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from vazao.report.fitted import FittedTable
 from vazao.units import fmt_bytes, fmt_rate, fmt_seconds
 
 STATUS_STYLE = {"native": "green", "emulated": "yellow", "unsupported": "red"}
 
 
 def models_table(rows: list[dict]) -> Table:
-    t = Table(title="Models", title_justify="left")
-    for col in ("name", "params", "active", "layers", "attention", "kv/token (16-bit)", "context", "source"):
-        t.add_column(col, overflow="fold")
+    t = FittedTable(title=f"Models ({len(rows)}) by family (--family NAME for one)",
+                    title_justify="left")
+    t.add_column("name")
+    t.add_column("family", keep=6)
+    t.add_column("params", justify="right", keep=9)
+    t.add_column("active", justify="right", keep=7)
+    t.add_column("layers", justify="right", keep=3)
+    t.add_column("attention", short="attn", keep=4)
+    t.add_column("kv/token (16-bit)", short="kv/token", justify="right", keep=8)
+    t.add_column("context", justify="right", keep=5)
+    t.add_column("source", prose=True, min_width=30, keep=1)
     for r in rows:
-        t.add_row(r["name"], f"{r['params'] / 1e9:.1f}B", f"{r['active_params'] / 1e9:.1f}B",
-                  str(r["layers"]), r["attention"], fmt_bytes(r["kv_bytes_per_token"]),
-                  f"{r['max_context']:,}", r["source"])
+        t.add_row(r["name"], r["family"], f"{r['params'] / 1e9:.1f}B", f"{r['active_params'] / 1e9:.1f}B",
+                  str(r["layers"]), r["attention"], fmt_bytes(r["kv_bytes_per_token"]), f"{r['max_context']:,}",
+                  r["source"])
     return t
 
 
+def _tflops(x: float) -> str:
+    return "-" if not x else f"{x / 1e12:,.0f}" if x >= 10e12 else f"{x / 1e12:.2g}"
+
+
+def _memory(r: dict) -> str:
+    """A capacity in the unit the catalog states it in: '80 GiB' for an H100, not '85.9 GB'."""
+    return fmt_bytes(r["memory_bytes"], binary=r.get("memory_unit") == "GiB")
+
+
 def gpus_table(rows: list[dict]) -> Table:
-    t = Table(title="Accelerators", title_justify="left")
-    for col in ("id", "name", "gen", "cc", "memory", "bandwidth", "bf16/fp16 dense", "fp8", "fp4", "link", "$/h"):
-        t.add_column(col, overflow="fold")
+    t = FittedTable(title="Accelerators: dense TFLOP/s, memory bandwidth GB/s, on-demand $ per GPU-hour",
+                    title_justify="left")
+    t.add_column("id")
+    t.add_column("gen", keep=5)
+    t.add_column("cc", keep=2)
+    t.add_column("memory", justify="right")
+    t.add_column("GB/s", justify="right", keep=9)
+    t.add_column("bf16/fp16", short="16-bit", justify="right", keep=8)
+    t.add_column("fp8", justify="right", keep=7)
+    t.add_column("fp4", justify="right", keep=6)
+    t.add_column("$/h", justify="right", keep=9)
+    t.add_column("link", keep=3)
+    t.add_column("name", prose=True, keep=1)
     for r in rows:
-        def tf(x):
-            return f"{x / 1e12:,.0f}T" if x else "-"
-        t.add_row(r["id"], r["name"], r["generation"], r["compute_capability"] or "-",
-                  fmt_bytes(r["memory_bytes"]), f"{fmt_bytes(r['memory_bandwidth_bytes_per_s'])}/s",
-                  tf(r["peak_16bit"]), tf(r["peak_fp8"]), tf(r["peak_fp4"]),
-                  r["interconnect"], f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] else "-")
+        t.add_row(r["id"], r["generation"], r["compute_capability"] or "-", _memory(r),
+                  f"{r['memory_bandwidth_bytes_per_s'] / 1e9:,.0f}", _tflops(r["peak_16bit"]),
+                  _tflops(r["peak_fp8"]), _tflops(r["peak_fp4"]),
+                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] else "-", r["interconnect"], r["name"])
     return t
 
 
@@ -57,7 +83,7 @@ def fit_lines(label: str, f) -> list[str]:
     lines = [
         f"[bold]{label}[/]: {verdict}",
         f"  weights            {fmt_bytes(f.weights_bytes)} ({fmt_bytes(f.weights_bytes_per_gpu)} per GPU "
-        f"of {fmt_bytes(f.memory_bytes_per_gpu)})",
+        f"of {fmt_bytes(f.memory_bytes_per_gpu)} = {fmt_bytes(f.memory_bytes_per_gpu, binary=True)})",
         f"  runtime overhead   {fmt_bytes(f.overhead_bytes_per_gpu)} per GPU",
         f"  KV per token       {f.kv_bytes_per_token:,.0f} B ({fmt_bytes(f.kv_bytes_per_token)}; "
         f"{fmt_bytes(f.kv_bytes_per_token_per_gpu)} per GPU)",

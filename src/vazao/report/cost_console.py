@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from rich.table import Table
 
+from vazao.report.fitted import FittedTable
 from vazao.units import fmt_rate
 
 
@@ -34,28 +35,37 @@ def rate(d: Decimal | None) -> str:
 
 # ---- prices -----------------------------------------------------------------------------------
 def prices_table(tables: Sequence) -> Table:
-    t = Table(title="API prices, USD per million tokens", title_justify="left")
-    for col in ("id", "provider", "input", "output", "cache write", "cache read", "batch",
-                "long context", "as of"):
-        t.add_column(col, overflow="fold")
+    t = FittedTable(title="API prices, USD per million tokens", title_justify="left")
+    t.add_column("id")
+    t.add_column("provider", keep=3)
+    t.add_column("input", justify="right", keep=10)
+    t.add_column("output", justify="right", keep=10)
+    t.add_column("cache read", short="cached", justify="right", keep=8)
+    t.add_column("cache write (TTL:$)", short="write", prose=True, min_width=10, keep=6)
+    t.add_column("batch", justify="right", keep=7)
+    t.add_column("long context", short="long ctx", prose=True, min_width=10, keep=5)
+    t.add_column("as of", keep=2)
     for p in tables:
         b = p.base
-        writes = ", ".join(f"{rate(v)} ({k})" for k, v in b.cache_write.items()) or "= input"
+        writes = ", ".join(f"{k}:{rate(v)}" for k, v in b.cache_write.items()) or "= input"  # 5m:2.50, 1h:4
         long = "; ".join(f">{tier.above_input_tokens:,}: {rate(tier.rates.input)}/{rate(tier.rates.output)}"
                          for tier in p.tiers[1:]) or "-"
         disc = p.batch_discount
         batch = "-" if disc is None else f"-{float(disc):.0%}"
-        t.add_row(p.id, p.provider, rate(b.input), rate(b.output), writes if b.cache_read is not None else "-",
-                  rate(b.cache_read), batch, long, p.as_of)
+        t.add_row(p.id, p.provider, rate(b.input), rate(b.output), rate(b.cache_read),
+                  writes if b.cache_read is not None else "-", batch, long, p.as_of)
     return t
 
 
 def gpu_rental_table(accs: Sequence) -> Table:
-    t = Table(title="GPU rental, USD per GPU-hour (accelerator catalog)", title_justify="left")
-    for col in ("id", "name", "$/h", "source", "as of"):
-        t.add_column(col, overflow="fold")
+    t = FittedTable(title="GPU rental, USD per GPU-hour (accelerator catalog)", title_justify="left")
+    t.add_column("id")
+    t.add_column("$/h", justify="right")
+    t.add_column("as of", keep=3)
+    t.add_column("source", prose=True, min_width=24, keep=2)
+    t.add_column("name", prose=True, keep=1)
     for a in accs:
-        t.add_row(a.id, a.name, f"{a.usd_per_hour:.2f}", a.price_source or "-", a.price_as_of or "-")
+        t.add_row(a.id, f"{a.usd_per_hour:.2f}", a.price_as_of or "-", a.price_source or "-", a.name)
     return t
 
 

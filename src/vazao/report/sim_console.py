@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from vazao.report.fitted import FittedTable
 from vazao.results import RunSummary
 from vazao.units import fmt_rate, fmt_seconds
 
@@ -60,12 +61,26 @@ def result_lines(r, slo) -> list[str]:
     return lines
 
 
+# (header, short header, keep rank): at a narrow terminal the lowest ranks are left out first
+_VARIANT_COLS = (("req/s", None, 9), ("out tok/s", "tok/s", 9), ("× first", "×", 7), ("TTFT p50", "TTFT50", 4),
+                 ("TTFT p95", "TTFT95", 8), ("TPOT p50", "TPOT50", 4), ("TPOT p95", "TPOT95", 8),
+                 ("E2E p95", "E2E95", 6), ("mean batch", "batch", 3), ("preempt", "preem", 2))
+_POINT_COLS = (("req/s", None, 9), ("out tok/s", "tok/s", 9), ("TTFT p50", "TTFT50", 4), ("TTFT p95", "TTFT95", 8),
+               ("TPOT p50", "TPOT50", 4), ("TPOT p95", "TPOT95", 8), ("E2E p50", "E2E50", 3),
+               ("E2E p95", "E2E95", 6), ("mean batch", "batch", 2))
+
+
+def _columns(t: FittedTable, cols, goodput: bool) -> None:
+    for header, short, keep in cols:
+        t.add_column(header, short=short, keep=keep, justify="right")
+    if goodput:
+        t.add_column("goodput", short="good", keep=8, justify="right")
+
+
 def variants_table(head: dict, variants, goodput: bool) -> Table:
-    t = Table()
-    cols = ["variant", "req/s", "out tok/s", "× first", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95",
-            "E2E p95", "mean batch", "preempt"] + (["goodput"] if goodput else [])
-    for c in cols:
-        t.add_column(c, justify="left" if c == "variant" else "right")
+    t = FittedTable()
+    t.add_column("variant")  # the names are what the rows mean: never cut
+    _columns(t, _VARIANT_COLS, goodput)
     for v in variants:
         s, r = v.result.summary, v.result
         row = [v.name, fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
@@ -79,12 +94,10 @@ def variants_table(head: dict, variants, goodput: bool) -> Table:
 
 
 def points_table(head: dict, points, goodput: bool) -> Table:
-    t = Table()
+    t = FittedTable()
     kind = points[0].kind if points else "rate"
-    cols = [kind, "req/s", "out tok/s", "TTFT p50", "TTFT p95", "TPOT p50", "TPOT p95", "E2E p50", "E2E p95",
-            "mean batch"] + (["goodput"] if goodput else [])
-    for c in cols:
-        t.add_column(c, justify="right")
+    t.add_column(kind, justify="right")
+    _columns(t, _POINT_COLS, goodput)
     for p in points:
         s, r = p.result.summary, p.result
         row = [f"{p.value:g}", fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
