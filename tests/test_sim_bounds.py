@@ -24,7 +24,8 @@ def h100_8b():
 def test_reserved_layout_that_cannot_hold_one_request_says_so():
     dep = make_deployment(get_model("llama-3.1-8b"), "l4", "bf16")
     with pytest.raises(VazaoError, match="not even one request fits; lower max_context"):
-        simulate(dep, load_workload("chat", requests=5), SimConfig.from_engine(dep.engine, kv_layout="reserved"))
+        simulate(dep, load_workload("chat", requests=5),
+                 SimConfig.from_engine(dep.engine, kv_layout="reserved", max_context=131072))
     r = simulate(dep, load_workload("chat", requests=20),
                  SimConfig.from_engine(dep.engine, kv_layout="reserved", max_context=8192))
     assert r.completed == 20

@@ -114,7 +114,7 @@ def test_console_output_and_records(tmp_path):
     (["--spec-k", "4", "--spec-alpha", "1.5"], "acceptance rate"),
     (["--disagg", "1:1"], "disaggregation 1:1 needs 2 replicas"),
     (["--disagg", "one"], "--disagg: disaggregation takes PREFILL:DECODE"),
-    (["--kv-layout", "reserved", "--gpu", "l4"], "not even one request fits"),
+    (["--kv-layout", "reserved", "--gpu", "l4", "--max-context", "131072"], "not even one request fits"),
     (["--max-seqs", "0"], "--max-seqs must be greater than 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):

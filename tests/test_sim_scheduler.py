@@ -75,7 +75,8 @@ def test_chunked_prefill_respects_the_token_budget_oldest_first(dep):
 
 
 def test_whole_prefills_without_chunking_wait_for_a_step_with_room(dep):
-    e = engine(dep, 100, max_num_batched_tokens=100, chunked_prefill=False)
+    # max_context 100: without chunking the step budget is at least the max context (vLLM's rule)
+    e = engine(dep, 100, max_context=100, max_num_batched_tokens=100, chunked_prefill=False)
     e.waiting.extend([seq("0", 80, 2), seq("1", 60, 2)])
     e.begin_step(0.0)
     assert [(s.rid, n) for s, n in e.chunks] == [("0", 80)]  # 60 more would pass the budget

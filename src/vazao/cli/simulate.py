@@ -145,7 +145,9 @@ def simulate_cmd(
                       scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
                       max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
                       chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue)
+    from vazao.sim.run import resolve_config
 
+    cfg = resolve_config(dep, w, cfg)
     head = _head(dep, w, cfg, slo_obj, _swept(rates, concs) if sweeping else None)
     live = show_progress(json_out, quiet)
     payload, named = _run(dep, w, cfg, slo_obj, axes, rates if sweeping else [], concs if sweeping else [], live)

@@ -9,7 +9,8 @@ used by `vazao plan` and `vazao cost selfhost`/`breakeven` alike.
    engine), a closed loop its first `concurrency` requests (every user sends at t = 0, a burst no
    steady state has) and runs at least 10 requests per user.
 3. The capacity within the SLO: the highest Poisson arrival rate whose steady-state simulation, the
-   engine capped at the batch of 1, meets every limit; bracketed from the analytic rate by factors of
+   engine capped at the batch of 1 (sequences of the workload's longest request, as the emitted command
+   sets them), meets every limit; bracketed from the analytic rate by factors of
    1.5 and bisected to `precision`."""
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def batch_cap(dep, prompt_tokens: int, output_tokens: int, limits: Mapping[str, 
     if not terms:
         return steady_point(dep, prompt_tokens, output_tokens, cap, cached_tokens)
     return slo_batch(dep, prompt_tokens, output_tokens, terms, cap, cached_tokens)
+
+
+def sequence_limit(dep, prompt_tokens: int, output_tokens: int, context: int) -> int:
+    """The most sequences one replica holds, and so the most a plan may set (--max-num-seqs, -np): KV
+    memory (a paged cache at the mean request: a long one takes more blocks, a short one fewer and the
+    simulator preempts where they do not fit; a reserved cache `context` tokens a slot, the emitted
+    per-sequence context) and the most the engine accepts (EngineProfile.seq_ceiling)."""
+    from vazao.physics.memory import fit
+
+    per_seq = context if dep.engine.kv_layout == "reserved" else prompt_tokens + output_tokens
+    f = fit(dep, max(1, per_seq))
+    return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.seq_ceiling)
 
 
 @dataclass(frozen=True)
@@ -119,25 +132,29 @@ class Judged:
 
 
 def judge(dep, workload: Workload, slo: SLO, rate: float, batch: int, requests: int,
-          simulate: Callable | None = None) -> Judged:
+          simulate: Callable | None = None, context: int | None = None) -> Judged:
+    """One steady-state run at `rate`, the engine capped at `batch` sequences of `context` tokens
+    (None: the simulator's default) — what the emitted command sets."""
     from vazao.sim.config import SimConfig
 
     if simulate is None:
         from vazao.sim.run import simulate
     w = steady_workload(workload, requests=requests, rate=rate, limits=slo.limits)
-    res = simulate(dep, w, SimConfig.from_engine(dep.engine, max_num_seqs=batch), slo=slo)
+    cfg = SimConfig.from_engine(dep.engine, max_num_seqs=batch, max_context=context)
+    res = simulate(dep, w, cfg, slo=slo)
     return Judged(rate, batch, w.requests, w.warmup, res.summary, slo.met_by(res.summary))
 
 
 def slo_rate(dep, workload: Workload, slo: SLO, batch: int, start: float, requests: int,
-             precision: float = PRECISION, simulate: Callable | None = None) -> Judged | None:
+             precision: float = PRECISION, simulate: Callable | None = None,
+             context: int | None = None) -> Judged | None:
     """Step 3 of the module docstring: the run at the highest arrival rate found that meets the SLO
     (None: even start / 1.5^10 misses)."""
     runs: dict[float, Judged] = {}
 
     def at(rate: float) -> Judged:
         if rate not in runs:
-            runs[rate] = judge(dep, workload, slo, rate, batch, requests, simulate)
+            runs[rate] = judge(dep, workload, slo, rate, batch, requests, simulate, context)
         return runs[rate]
 
     good = bad = None

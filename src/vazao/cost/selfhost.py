@@ -309,7 +309,8 @@ JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests
 
 
 def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None) -> Throughput:
-    from vazao.cost.capacity import batch_cap, slo_rate
+    from vazao.cost.capacity import batch_cap, sequence_limit, slo_rate
+    from vazao.workload import context_for
 
     plan = workload.with_overrides(requests=2000).plan()
     sessions = max(1, sum(1 for r in plan if r.turn == 1))
@@ -318,12 +319,13 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
     mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
     cached = round(sum(r.prefix_tokens + r.history_tokens for r in plan) / len(plan)) if dep.engine.prefix_caching \
         else 0
-    point = batch_cap(dep, mean_in, mean_out, slo.limits, steady_batch_limit(dep, mean_in, mean_out), cached)
+    context = context_for(workload, dep.model.max_context)  # what --max-model-len / a slot is set to
+    point = batch_cap(dep, mean_in, mean_out, slo.limits, sequence_limit(dep, mean_in, mean_out, context), cached)
     if point is None:
         return Throughput(0.0, 0.0, 0.0, "simulated", f"simulated {workload.name}: the SLO is missed even at "
                           "batch 1 (analytic steady point)", None, 0)
     start = point.output_tokens_per_s / mean_out / per_session
-    found = slo_rate(dep, workload, slo, point.batch, start, JUDGED_REQUESTS, simulate=simulate)
+    found = slo_rate(dep, workload, slo, point.batch, start, JUDGED_REQUESTS, simulate=simulate, context=context)
     if found is None:
         return Throughput(0.0, 0.0, 0.0, "simulated",
                           f"simulated {workload.name}: the SLO is missed even at {start / 1.5 ** 10:.3g}/s", None, 0)

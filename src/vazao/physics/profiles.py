@@ -98,6 +98,8 @@ class EngineProfile:
     # how the engine sizes max batch and token budget for an all-at-once benchmark (`max(offline)`)
     sizing: str = "fixed"
     pipeline_microbatches: bool = True  # pp stages each work on a different micro-batch (llama.cpp: no)
+    # the most sequences a plan may set (max_num_seqs is the engine's default, not its ceiling); 0: the default
+    max_num_seqs_limit: int = 0
     # a lone prompt runs in batches of prefill_batch_tokens cut into steps of prefill_ubatch_tokens (0: one
     # step); pipeline_ubatches: a batch's micro-batches flow through layer-split stages as a pipeline
     prefill_batch_tokens: int = 0
@@ -126,6 +128,11 @@ class EngineProfile:
             if getattr(self, f) not in allowed:
                 raise VazaoError(f"engine {self.name}: {f} must be one of {', '.join(allowed)}, "
                                  f"got {getattr(self, f)!r}")
+
+    @property
+    def seq_ceiling(self) -> int:
+        """The most sequences per step a deployment of this engine may be configured for."""
+        return self.max_num_seqs_limit or self.max_num_seqs
 
     @property
     def is_ideal(self) -> bool:

@@ -71,6 +71,7 @@ class Candidate:
     quality: float | None = None  # recovery vs 16-bit; None: no published figure
     quality_source: str = ""
     detail: str = ""
+    context: int = 0  # tokens per sequence the command sets (--max-model-len, a llama.cpp slot); 0: not set
 
     @property
     def count(self) -> int:
@@ -153,11 +154,12 @@ class Screen:
     estimate_usd_per_mtok: float
     quality: float | None
     quality_source: str
+    context: int = 0  # tokens per sequence the command sets (--max-model-len, a llama.cpp slot)
 
 
 def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     """Steps 1 and 2 of the module docstring."""
-    from vazao.estimate import steady_batch_limit
+    from vazao.cost.capacity import sequence_limit
     from vazao.physics.memory import fit
     from vazao.physics.prompt import prompt_prefill
 
@@ -166,12 +168,15 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     except VazaoError as exc:
         return Pruned(shape, "refused", str(exc))
     price = inp.gpu_prices.get(dep.accelerator.id, dep.accelerator.usd_per_hour)  # None: owned, unpriced
+    # the engine is set to hold the workload's longest request (vLLM refuses to start when its KV cache
+    # cannot hold one max_model_len sequence; a llama.cpp slot reserves all of it)
+    context = lengths.context(dep.model.max_context)
     try:
-        f = fit(dep, max(1, lengths.context_p99))
+        f = fit(dep, context)
     except VazaoError as exc:
         return Pruned(shape, "does not fit", str(exc))
     if not f.fits or f.max_concurrent_sequences < 1:
-        return Pruned(shape, "does not fit", f.reason or "no room for one request's KV cache")
+        return Pruned(shape, "does not fit", f.reason or f"no room for one {context:,}-token request's KV cache")
     quality, qsource = _quality(dep)
     if inp.quality_floor is not None and quality is None:
         return Pruned(shape, "quality", f"{dep.weight_format.name} on {dep.model.family}: quality unknown (no "
@@ -185,10 +190,9 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     if ttft_limit is not None and alone > ttft_limit:
         return Pruned(shape, "TTFT floor", f"one {lengths.prompt_mean:.0f}-token prompt alone takes "
                                            f"{alone * 1e3:.0f} ms > {ttft_limit * 1e3:.0f} ms")
-    # sequences memory holds at the mean request (paged KV: a long one takes more blocks, a short one
-    # fewer; the simulator preempts where they do not fit), as cost.capacity caps them
+    # the sequences one replica holds and the engine accepts, as cost.capacity caps them
     d = _demand(inp.workload, inp.seed)
-    cap = steady_batch_limit(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)))
+    cap = sequence_limit(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)), context)
     point = slo_cap(dep, inp, cap)
     if point is None:
         return Pruned(shape, "TPOT floor", "one sequence alone, with the prefill mixed into its steps, misses "
@@ -215,7 +219,7 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     replicas = min(replicas, inp.max_gpus // shape.gpus_per_replica)
     gpus = replicas * shape.gpus_per_replica
     est = gpus * price / (served_out * 3600) * 1e6 if price is not None else math.inf
-    return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource)
+    return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource, context)
 
 
 def _checks(dep, summary, slo, regime: str) -> tuple[tuple[Check, ...], dict]:
@@ -248,7 +252,8 @@ def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
 
     w = steady_workload(inp, inp.traffic.per_replica(replicas))
     # the engine capped at the batch that holds the SLO: what the emitted command sets
-    result = simulate(dep, w, SimConfig.from_engine(dep.engine, max_num_seqs=s.batch), slo=inp.slo)
+    cfg = SimConfig.from_engine(dep.engine, max_num_seqs=s.batch, max_context=s.context or None)
+    result = simulate(dep, w, cfg, slo=inp.slo)
     checks, bands = _checks(dep, result.summary, inp.slo, "serving")
     return result, checks, bands, w
 
@@ -293,7 +298,7 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         meets_slo=meets, marginal=marginal, source="simulated",
         checks=checks, bands=bands, summary=result.summary, quality=s.quality, quality_source=s.quality_source,
         detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
-                                     "preemptions") if x))
+                                     "preemptions") if x), context=s.context)
 
 
 def _offered_usd_per_mtok(usd_h: float | None, inp: PlanInputs, lengths: Lengths, simulated_out: float) -> float | None:
@@ -322,5 +327,6 @@ def analytic_candidate(s: Screen, inp: PlanInputs) -> Candidate:
                      usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
                      meets_slo=False, marginal=False, source="analytic", checks=(), quality=s.quality,
                      quality_source=s.quality_source,
-                     detail="not simulated: ranked below the simulated shapes by the closed-form estimate")
+                     detail="not simulated: ranked below the simulated shapes by the closed-form estimate",
+                     context=s.context)
 

@@ -56,19 +56,32 @@ class Traffic:
 
 @dataclass(frozen=True)
 class Lengths:
-    """The workload's prompt and output lengths: means (throughput) and p99 (memory per sequence)."""
+    """The workload's prompt and output lengths: means (throughput), p99 (memory per sequence) and the
+    longest request with its conversation history (what the per-sequence context must cover)."""
 
     prompt_mean: float
     output_mean: float
     context_p99: int
+    longest: int = 0  # workload.longest_request: prefix + history + prompt + answer
 
     @classmethod
     def of(cls, workload, samples: int = 4096) -> Lengths:
+        from vazao.workload import longest_request
+
         rng = np.random.default_rng(12345)
         p = workload.prompt.draw(rng, samples)
         o = workload.output.draw(rng, samples)
         prefix = sum(x.tokens * x.share for x in workload.prefixes)
-        return cls(float(p.mean() + prefix), float(o.mean()), int(np.percentile(p + o, 99) + prefix))
+        return cls(float(p.mean() + prefix), float(o.mean()), int(np.percentile(p + o, 99) + prefix),
+                   longest_request(workload))
+
+    def context(self, model_max: int) -> int:
+        """The per-sequence context a deployment is set to (--max-model-len, a llama.cpp slot): the
+        longest request rounded up to 256 tokens, at most the model's own context."""
+        from vazao.workload.plan import CONTEXT_ROUND
+
+        need = max(self.longest, self.context_p99, 1)
+        return int(min(model_max, -(-need // CONTEXT_ROUND) * CONTEXT_ROUND))
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,11 @@ class SimConfig:
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     def describe(self) -> str:
-        parts = [f"{self.scheduler} batching", f"{self.kv_layout} KV (block {self.block_size})",
+        kv = f"{self.kv_layout} KV (block {self.block_size}"
+        if self.max_context is not None:
+            kv += f", {self.max_context:,} tokens per sequence" if self.kv_layout == "reserved" else \
+                f", max context {self.max_context:,}"
+        parts = [f"{self.scheduler} batching", kv + ")",
                  f"max {self.max_num_seqs} seqs", f"{self.max_num_batched_tokens:,} tokens/step"]
         parts.append("chunked prefill" if self.chunked_prefill else "whole prefills")
         parts.append("prefix cache" if self.prefix_caching and self.kv_layout == "paged" else "no prefix cache")

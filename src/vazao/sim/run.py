@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vazao import limits
 from vazao.bands import deployment_band
@@ -91,6 +91,20 @@ def kv_blocks(dep, cfg: SimConfig, max_context: int) -> tuple[int, int]:
     return tokens // cfg.block_size, tokens
 
 
+def resolve_config(dep, workload: Workload, config: SimConfig | None = None) -> SimConfig:
+    """The settings a run uses: `config`, else the engine's preset; a reserved KV layout with no
+    max_context gets the workload's. A reserved layout sets aside each slot's whole context up front,
+    so it is sized as its users size it: to the workload's longest request, rounded up (a llama.cpp
+    slot is -c / -np tokens; the model's 131,072 per slot would hold no sequence on a 12 GB card). A
+    paged layout with no max_context refuses only requests past the model's own context."""
+    cfg = config or SimConfig.from_engine(dep.engine)
+    if cfg.kv_layout == "reserved" and cfg.max_context is None:
+        from vazao.workload import context_for
+
+        cfg = replace(cfg, max_context=context_for(workload, dep.model.max_context))
+    return cfg
+
+
 def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, label: str) -> None:
     if blocks < 1:
         raise VazaoError(f"{label}: the KV cache holds {tokens} tokens, less than one block of "
@@ -159,7 +173,7 @@ def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO 
 
 def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None, on_sample) -> SimResult:
     check_size(dep, workload)
-    cfg = config or SimConfig.from_engine(dep.engine)
+    cfg = resolve_config(dep, workload, config)
     max_context = cfg.max_context or dep.model.max_context
     blocks, tokens = kv_blocks(dep, cfg, max_context)
     _check_capacity(cfg, blocks, tokens, max_context, dep.label())

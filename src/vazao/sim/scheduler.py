@@ -8,7 +8,8 @@ how many each advances this step (vLLM v1's rule). In order:
    layout the blocks they grow into are allocated now; when the pool is short, the most recently
    admitted running request is preempted (recompute) until the rest fit;
 2. running requests whose prompt is not all computed get the next chunk, oldest first, within the
-   per-step token budget (max_num_batched_tokens); without chunked prefill a prompt goes whole;
+   per-step token budget (max_num_batched_tokens); without chunked prefill a prompt goes whole, and
+   the budget is at least the max context (as vLLM requires when chunked prefill is off);
 3. waiting requests are admitted first-come first-served while a sequence slot (max_num_seqs), token
    budget and KV blocks for their whole prompt remain (paged: the prompt's blocks, less any prefix
    cache hits; reserved: max_context tokens up front). The queue head that does not fit blocks
@@ -29,7 +30,12 @@ class Scheduler:
         cfg = engine.cfg
         self.static = cfg.scheduler == "static"
         self.chunked = cfg.chunked_prefill and not self.static
-        self.budget = cfg.max_num_batched_tokens
+        # Without chunked prefill a prompt must go whole in one step, so an engine's step budget is at
+        # least its max context: vLLM refuses max_num_batched_tokens < max_model_len when chunked prefill
+        # is off (vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len). With the 8,192 budget of
+        # the chunked default a 16k prompt would wait until no sequence decodes.
+        self.budget = (cfg.max_num_batched_tokens if self.chunked or self.static
+                       else max(cfg.max_num_batched_tokens, engine.max_context))
         self.max_seqs = cfg.max_num_seqs
         self.cost = step_cost
         self.dep = engine.dep

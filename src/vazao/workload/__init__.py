@@ -5,6 +5,7 @@ requests a Workload draws, deterministic for its seed; schema: the YAML file's p
 readers: lengths files and arrival traces; load: a built-in name or a YAML file → a Workload."""
 
 from vazao.workload.load import builtin_workloads, load_workload, workload_from_dict
+from vazao.workload.plan import context_for, longest_request
 from vazao.workload.types import (
     ARRIVALS,
     DISTS,
@@ -29,5 +30,6 @@ from vazao.workload.types import (
 __all__ = [
     "ARRIVALS", "DISTS", "MAX_CONCURRENCY", "MAX_DURATION_S", "MAX_PREFIXES", "MAX_RATE", "MAX_REQUESTS",
     "MAX_SEED", "MAX_SIGMA", "MAX_TOKENS", "MAX_WORKLOAD_BYTES", "Arrival", "Conversation", "Delay", "Dist",
-    "Prefix", "RequestSpec", "Workload", "builtin_workloads", "load_workload", "workload_from_dict",
+    "Prefix", "RequestSpec", "Workload", "builtin_workloads", "context_for", "load_workload", "longest_request",
+    "workload_from_dict",
 ]

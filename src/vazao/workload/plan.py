@@ -97,3 +97,23 @@ def _stream(rng: np.random.Generator, draw) -> Iterator:
     """Values drawn from a numpy generator _BLOCK at a time and handed out one by one."""
     while True:
         yield from draw(rng, _BLOCK).tolist()
+
+
+CONTEXT_SAMPLE = 20_000  # requests drawn to find a workload's longest (0.02 s; the lognormal tails are clipped)
+CONTEXT_ROUND = 256  # tokens: llama.cpp's KV block, and a multiple of every paged engine's block
+
+
+def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
+    """The most tokens one request of `w` holds at its end (prompt with its shared prefix and the
+    conversation history it repeats, plus its answer), over `w`'s plan drawn to at least `at_least`
+    requests: what an engine's per-sequence context (vLLM --max-model-len, SGLang --context-length,
+    a llama.cpp slot) must cover so that no request is refused."""
+    n = max(at_least, w.requests or 0)
+    plan = w.with_overrides(requests=n) if w.arrival.kind != "trace" else w
+    return max((r.prompt_tokens + r.output_tokens for r in plan.iter_plan()), default=1)
+
+
+def context_for(w: Workload, model_max: int, at_least: int = CONTEXT_SAMPLE) -> int:
+    """longest_request rounded up to CONTEXT_ROUND tokens, at most the model's own context."""
+    need = longest_request(w, at_least)
+    return int(min(model_max, -(-need // CONTEXT_ROUND) * CONTEXT_ROUND))
