@@ -1,4 +1,4 @@
-"""Accelerators: memory, bandwidth, dense peaks per compute dtype, generation, links, rental price."""
+"""Accelerators: memory, bandwidth, dense peaks per compute dtype, generation, links, node, rental price."""
 
 from __future__ import annotations
 
@@ -50,6 +50,13 @@ class Accelerator:
     memory_unit: str = "B"  # how the catalog states memory_bytes: GiB (2**30), GB (1e9), or B where measured
     memory_source: str | None = None
     memory_as_of: str | None = None
+    # The node: the server whose GPUs share interconnect_bytes_per_s (an NVLink / Infinity Fabric domain, a PCIe
+    # box). Past it, traffic crosses the network at inter_node_bytes_per_s (per GPU, one direction: the node's NICs
+    # divided among its GPUs). None: no node is known (this host, measured), and no boundary is charged.
+    gpus_per_node: int | None = None
+    inter_node_bytes_per_s: float | None = None
+    node_source: str | None = None
+    node_as_of: str | None = None
     aliases: tuple[str, ...] = ()
     notes: str = ""
     # GeForce cards list FP32-accumulate tensor rates; GEMMs that accumulate in FP16 run this much faster
@@ -123,6 +130,58 @@ def _memory(entry: dict) -> tuple[float, str]:
     return float(value) * size, unit
 
 
+# No server in the catalog comes near this (GB200 NVL72: 72 GPUs in one NVLink domain); a typo would.
+MAX_GPUS_PER_NODE = 1024
+# An entry without `node` gets the convention of its kind, or, for a GPU on a PCIe link, the PCIe server's
+# (hardware.yaml's header says why). An NVLink / Infinity Fabric part has no default: its system must be named.
+NODE_DEFAULT_BY_KIND = {"apple": "single-device", "cpu": "dual-socket-100gbe"}
+NODE_DEFAULT_PCIE = "pcie-server-100gbe"
+
+
+@cache
+def node_conventions() -> Mapping[str, Mapping]:
+    """hardware.yaml's named node conventions, for parts sold in no published system."""
+    raw = load_yaml("hardware.yaml").get("node_conventions") or {}
+    return MappingProxyType({k: MappingProxyType(v) for k, v in raw.items()})
+
+
+def _node(entry: dict) -> tuple[int, float, str, str]:
+    """(gpus_per_node, inter_node_bytes_per_s, source, as_of) from the entry's `node`: a mapping, the name of a
+    convention, or absent (the default of its kind or link)."""
+    spec = entry.get("node")
+    if spec is None:
+        kind = entry.get("kind", "gpu")
+        if kind in NODE_DEFAULT_BY_KIND:
+            spec = NODE_DEFAULT_BY_KIND[kind]
+        elif str(entry.get("interconnect", "")).startswith("pcie"):
+            spec = NODE_DEFAULT_PCIE
+        else:
+            raise VazaoError(f"accelerator {entry['id']}: give a node (gpus_per_node, inter_node_gb_s, source, as_of) "
+                             f"or a node convention: {entry.get('interconnect')!r} parts have no default system")
+    if isinstance(spec, str):
+        conventions = node_conventions()
+        if spec not in conventions:
+            raise VazaoError(f"accelerator {entry['id']}: unknown node convention {spec!r} "
+                             f"(known: {', '.join(sorted(conventions))})")
+        spec = conventions[spec]
+    if not isinstance(spec, Mapping):
+        raise VazaoError(f"accelerator {entry['id']}: node must be a mapping or a convention name, got {spec!r}")
+    g = spec.get("gpus_per_node")
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= MAX_GPUS_PER_NODE:
+        raise VazaoError(f"accelerator {entry['id']}: gpus_per_node must be a whole number from 1 to "
+                         f"{MAX_GPUS_PER_NODE}, got {g!r}")
+    inter = spec.get("inter_node_gb_s")
+    if inter is None and g == 1:
+        # A device alone in its box (a Mac, a DGX Spark): its peer link is the link to the other boxes.
+        inter = entry["interconnect_gb_s"]
+    if isinstance(inter, bool) or not isinstance(inter, (int, float)) or not 0 < inter < 1e6:
+        raise VazaoError(f"accelerator {entry['id']}: inter_node_gb_s must be a positive number (decimal GB/s per "
+                         f"GPU), got {inter!r}")
+    if not spec.get("source") or not spec.get("as_of"):
+        raise VazaoError(f"accelerator {entry['id']}: its node needs a source and an as_of")
+    return g, float(inter) * GB, str(spec["source"]), str(spec["as_of"])
+
+
 def _accelerator(entry: dict) -> Accelerator:
     gens = generations()
     gen_name = entry["generation"]
@@ -134,6 +193,7 @@ def _accelerator(entry: dict) -> Accelerator:
         raise VazaoError(f"accelerator {entry['id']}: unknown dtypes {sorted(bad)}")
     price = entry.get("rental") or {}
     memory_bytes, memory_unit = _memory(entry)
+    gpus_per_node, inter_node, node_source, node_as_of = _node(entry)
     return Accelerator(
         id=entry["id"],
         name=entry["name"],
@@ -150,6 +210,10 @@ def _accelerator(entry: dict) -> Accelerator:
         interconnect=entry["interconnect"],
         interconnect_bytes_per_s=float(entry["interconnect_gb_s"]) * GB,
         host_link_bytes_per_s=float(entry["host_link_gb_s"]) * GB,
+        gpus_per_node=gpus_per_node,
+        inter_node_bytes_per_s=inter_node,
+        node_source=node_source,
+        node_as_of=node_as_of,
         usd_per_hour=(float(price["usd_per_hour"]) if price.get("usd_per_hour") is not None else None),
         price_source=price.get("source"),
         price_as_of=(str(price["as_of"]) if price.get("as_of") else None),

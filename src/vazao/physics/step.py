@@ -19,6 +19,10 @@ from vazao.physics.memory import ACT_BYTES, free_bytes_per_gpu, kv_bytes_per_tok
 BOUNDS = ("compute", "memory", "communication", "overhead")
 DEQUANT_TILE_TOKENS = 64  # weight-only kernels unpack each weight tile once per this many tokens
 P2P_LATENCY_S = 5e-6
+# One network step between nodes: NCCL's own model (src/graph/tuning.cc, hwLatencies[NET][Ring], 2.7 / 4.0 / 14 us
+# for its LL / LL128 / Simple protocols; LL128 taken, the one it picks for the KB-to-MB messages of decode and
+# chunked prefill). A ring all-reduce over n nodes makes 2(n - 1) such steps (nInterSteps there).
+INTER_NODE_LATENCY_S = 4e-6
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
@@ -183,6 +187,36 @@ def _min2(a, b):
     return a if a <= b else b
 
 
+def _pick(cond, a, b):
+    """a where cond else b, for a bool or elementwise for numpy arrays."""
+    if _is_array(cond):
+        return _where(cond, a, b)
+    return a if cond else b
+
+
+def _node_links(tp: int, pp: int, g, inter, link) -> tuple:
+    """(all-reduce link, network steps per all-reduce, stage hand-off link across nodes, hand-offs that cross)
+    for one replica of tp × pp GPUs laid out consecutively over nodes of g GPUs (a replica starts a node).
+
+    A tensor-parallel group spans ceil(tp / g) nodes. Its ring all-reduce runs at the pace of its slowest hop,
+    the one leaving a node: NCCL runs one ring channel per NIC, so that hop carries the ranks the node holds,
+    r, times one GPU's network share (NCCL's busBw = nChannels × per-channel speed), never more than the link
+    inside the node: min(link, r × inter). r is the least-filled node's share (tp − (nodes − 1)·g; g when g
+    divides tp). Each all-reduce also makes 2(nodes − 1) network steps (NCCL's nInterSteps).
+    Pipeline stages sit one after another: of the pp − 1 hand-offs, min(pp − 1, ceil(tp·pp / g) − 1) cross a
+    node boundary (exact when g divides tp or tp divides g); such a hand-off goes out over the NICs of the
+    stage's GPUs on that node, min(tp, g) of them (vLLM's send_tensor_dict(all_gather_group=tp group): each rank
+    sends its slice, the next stage all-gathers), again never faster than the link."""
+    nodes = -(-tp // g)
+    spans = nodes > 1
+    ranks = tp - (nodes - 1) * g
+    ar_link = _pick(spans, _min2(link, ranks * inter), link)
+    net_steps = 2 * (nodes - 1)
+    crossings = _min2(pp - 1, -(-(tp * pp) // g) - 1)
+    cross_link = _min2(link, _min2(tp, g) * inter)
+    return ar_link, net_steps, cross_link, crossings
+
+
 class StepConstants:
     """The hardware and engine side of the cost model for one deployment. Every field may be a float
     or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
@@ -194,7 +228,8 @@ class StepConstants:
                  "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s")
 
     def __init__(self, shard, eng, tp: int, pp: int, gpus_per_replica: int, free_bytes_per_gpu,
-                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link, narrow=False) -> None:
+                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link, narrow=False, gpus_per_node=None,
+                 inter_node_link=None) -> None:
         self.shard = shard
         self.matmul_peak = matmul_peak
         self.attn_peak = peak16
@@ -219,10 +254,21 @@ class StepConstants:
         self.ramp_tokens = eng.compute_ramp_tokens
         self.dequant_factor = eng.dequant_factor
         link = link * eng.comm_efficiency
-        self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / link) if tp > 1 else 0.0
+        # Past one node the network sets the pace (_node_links); inside one nothing changes.
+        ar_link, ar_net_steps, cross_link, crossings = link, 0, link, 0
+        if gpus_per_node is not None:
+            ar_link, ar_net_steps, cross_link, crossings = _node_links(tp, pp, gpus_per_node,
+                                                                       inter_node_link * eng.comm_efficiency, link)
+        self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
         self.allreduce_latency_s = eng.allreduce_latency_s
-        self.p2p_s_per_byte = 1 / link if pp > 1 else 0.0
-        self.p2p_latency_s = P2P_LATENCY_S if (pp > 1 and eng.allreduce_latency_s) else 0.0
+        if eng.allreduce_latency_s:  # the physical limit (--ideal) has no latencies at all
+            self.allreduce_latency_s = eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
+        # roofline charges pp_hops × these: the per-hop mean of the hops inside a node and those across nodes
+        hops = pp - 1
+        self.p2p_s_per_byte = (_pick(crossings > 0, ((hops - crossings) / link + crossings / cross_link) / hops,
+                                     1 / link) if pp > 1 else 0.0)
+        self.p2p_latency_s = (P2P_LATENCY_S + crossings / hops * INTER_NODE_LATENCY_S
+                              if (pp > 1 and eng.allreduce_latency_s) else 0.0)
         self.step_overhead_s = eng.step_overhead_s
         self.per_sequence_overhead_s = eng.per_sequence_overhead_s
         self.host_overlap = eng.host_overlap
@@ -238,7 +284,8 @@ class StepConstants:
         return cls(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
                    free_bytes_per_gpu(dep), (acc.peak(dtype) if native and dtype not in ("fp16", "bf16") else peak16),
                    peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
-                   acc.host_link_bytes_per_s, narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES)
+                   acc.host_link_bytes_per_s, narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
+                   gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:

@@ -45,7 +45,8 @@ class SpecConfig:
 @dataclass(frozen=True)
 class DisaggConfig:
     """Disaggregated serving: `prefill` replicas compute prompts, `decode` replicas generate; each
-    prompt's KV cache crosses the link (bytes/s per GPU, default the accelerator's interconnect)."""
+    prompt's KV cache crosses the link (bytes/s per GPU, default the accelerator's interconnect, or its
+    inter-node network when the deployment spans more than one node: sim/disagg.py)."""
 
     prefill: int
     decode: int

@@ -22,7 +22,12 @@ class KVLink:
     @classmethod
     def of(cls, dep, cfg: DisaggConfig) -> KVLink:
         per_tok = kv_bytes_per_token_per_gpu(dep.model, dep.kv_format.bytes_per_element, dep.tp, dep.pp)
-        bw = cfg.link_bytes_per_s or dep.accelerator.interconnect_bytes_per_s
+        acc = dep.accelerator
+        bw = cfg.link_bytes_per_s or acc.interconnect_bytes_per_s
+        # pools that do not fit one node's GPUs send their caches between nodes (hardware.yaml's node figures)
+        if cfg.link_bytes_per_s is None and acc.gpus_per_node and acc.inter_node_bytes_per_s \
+                and dep.count > acc.gpus_per_node:
+            bw = min(bw, acc.inter_node_bytes_per_s)
         return cls(per_tok, bw, cfg.link_latency_s)
 
     def transfer_s(self, tokens: int) -> float:
