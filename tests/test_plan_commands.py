@@ -17,8 +17,10 @@ SPEC = LaunchSpec(model="llama-3.1-70b", fmt="fp8", kv="fp8", tp=4, replicas=2, 
 
 
 def test_vllm_argv():
+    # Issue 20: the instruct checkpoint, and for FP8 its published FP8 release (no --quantization: the
+    # checkpoint's config names the method); catalog/data/checkpoints.yaml cites the model card
     c = launch_command("vllm", SPEC)
-    assert c.argv == ("vllm", "serve", "meta-llama/Llama-3.1-70B", "--dtype", "bfloat16", "--quantization", "fp8",
+    assert c.argv == ("vllm", "serve", "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8", "--dtype", "bfloat16",
                       "--tensor-parallel-size", "4", "--data-parallel-size", "2", "--kv-cache-dtype", "fp8",
                       "--max-model-len", "4096", "--max-num-seqs", "160", "--max-num-batched-tokens", "8192",
                       "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--port", "8000")
@@ -32,10 +34,11 @@ def test_every_engine_explains_every_flag_and_names_its_source():
         flags = [f for f in c.argv[len(c.program):] if f.startswith("-")]
         assert flags == [f for f, _, _ in c.flags]  # nothing on the command line goes unexplained
     sg = launch_command("sglang", SPEC).argv
-    assert sg[:5] == ("python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-70B")
+    assert sg[:5] == ("python", "-m", "sglang.launch_server", "--model-path",
+                      "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8")
     assert "--max-running-requests" in sg and "--dp-size" in sg
     trt = launch_command("trtllm", SPEC).argv
-    assert trt[:3] == ("trtllm-serve", "serve", "meta-llama/Llama-3.1-70B")
+    assert trt[:3] == ("trtllm-serve", "serve", "nvidia/Llama-3.1-70B-Instruct-FP8")  # the ModelOpt release
     assert "--kv_cache_free_gpu_memory_fraction" in trt
     lc = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp16", pp=2,
                                                 max_model_len=4096, max_num_seqs=4))
@@ -66,3 +69,14 @@ def test_plan_emit_prints_the_winners_command():
     assert d["launch"]["engine"] == "sglang" and d["launch"]["shell"].startswith("python -m sglang.launch_server")
     assert d["bench_command"].startswith("vazao bench ") and "--rate 4" in d["bench_command"]
     assert d["candidates"][0]["command"].startswith("vllm serve ")
+
+
+def test_a_t4_gets_half_and_a_quantized_v_cache_gets_flash_attention_on():
+    """vLLM refuses --dtype bfloat16 below compute capability 8.0 (a T4 is 7.5; vllm/platforms/cuda.py:681), and
+    llama.cpp's -fa takes on|off|auto (a bare -fa swallowed --port): checked in tests/test_engine_flags.py."""
+    t4 = LaunchSpec(model="llama-3.1-8b", fmt="int4-awq", kv="fp16", compute_capability="7.5")
+    assert launch_command("vllm", t4).argv[3:] == (
+        "--dtype", "half", "--max-model-len", "8192", "--max-num-seqs", "256", "--max-num-batched-tokens", "8192",
+        "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--port", "8000")
+    lc = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp8", max_num_seqs=4))
+    assert lc.argv[-8:] == ("-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "--port", "8000")

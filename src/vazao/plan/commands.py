@@ -1,30 +1,46 @@
 """The command that launches a planned deployment, flag by flag with why, for vLLM, SGLang, llama.cpp's
 llama-server and TensorRT-LLM's trtllm-serve; and the `vazao bench` command that checks it.
 
-Flag names were checked against each engine's own documentation:
-| engine | command | source |
-|---|---|---|
-| vLLM | `vllm serve` | docs.vllm.ai "Engine Arguments" (vllm/engine/arg_utils.py), v0.10 |
-| SGLang | `python -m sglang.launch_server` | sgl-project/sglang python/sglang/srt/server_args.py, v0.4 |
-| llama.cpp | `llama-server` | ggml-org/llama.cpp tools/server/README.md (b5xxx, 2025) |
-| TensorRT-LLM | `trtllm-serve serve` | nvidia.github.io/TensorRT-LLM commands/trtllm-serve (v1.0) |
+Every command is checked before it is returned against the engine's own argument definitions and start-up
+rules (catalog/data/engine_flags.yaml, read from these files; catalog/engine_flags.py parses the argv the way
+the engine does), so a command the engine would refuse is refused here, in one line:
+| engine | command | file read | commit |
+|---|---|---|---|
+| vLLM | `vllm serve` | vllm-project/vllm vllm/engine/arg_utils.py | 62d4bc3c7 (v0.34.0) |
+| SGLang | `python -m sglang.launch_server` | sgl-project/sglang python/sglang/srt/server_args.py | tag v0.5.23 |
+| llama.cpp | `llama-server` | ggml-org/llama.cpp common/arg.cpp | 0c1e57098bba (llama-cpp-python 0.3.36) |
+| TensorRT-LLM | `trtllm-serve serve` | NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py | 4c05a74891e4 |
 
 A format an engine takes only as a pre-quantized checkpoint is said so in the flag list (the command
-cannot quantize it); a format an engine does not run is refused with one line."""
+cannot quantize it); a format an engine does not run is refused with one line.
+
+Disaggregated prefill/decode (LaunchSpec.role "prefill" or "decode": P prefill and D decode instances of one
+model/format/tp, each prompt's KV cache moved from a prefill to a decode instance, one endpoint in front):
+- SGLang: --disaggregation-mode, --disaggregation-transfer-backend mooncake, --disaggregation-bootstrap-port
+  (prefill); the front end is router_command's `python -m sglang_router.launch_router --pd-disaggregation`
+  (sglang-router 0.3.2).
+- vLLM: --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' (kv_consumer on decode);
+  it ships no front end: the notes name the example proxy script its docs use.
+- TensorRT-LLM and llama.cpp: refused in one line.
+The router's flags are checked like an engine's (engine_flags.yaml `front_ends`)."""
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
+from vazao.catalog.engine_flags import cc_tuple, check_command, get_engine_flags
 from vazao.errors import VazaoError
 
+# The file and commit each engine's flags were read from (EngineFlags.cite; a test keeps the two equal)
 SOURCES = {
-    "vllm": "docs.vllm.ai Engine Arguments (vllm/engine/arg_utils.py), v0.10",
-    "sglang": "sgl-project/sglang python/sglang/srt/server_args.py, v0.4",
-    "llama.cpp": "ggml-org/llama.cpp tools/server/README.md, 2025",
-    "trtllm": "TensorRT-LLM docs, commands/trtllm-serve, v1.0",
+    "vllm": "vllm-project/vllm vllm/engine/arg_utils.py @ 62d4bc3c7 (v0.34.0)",
+    "sglang": "sgl-project/sglang python/sglang/srt/server_args.py @ v0.5.23",
+    "llama.cpp": "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (llama-cpp-python 0.3.36 vendor/llama.cpp)",
+    "trtllm": "NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py @ 4c05a74891e4",
 }
 
 
@@ -42,6 +58,12 @@ class LaunchSpec:
     gpu_memory_utilization: float = 0.9
     prefix_caching: bool = True
     port: int = 8000
+    compute_capability: str | None = None  # the GPU's ("7.5" for a T4): picks --dtype and checks start-up rules
+    role: str | None = None  # None: an ordinary instance; "prefill" / "decode": one of a disaggregated deployment
+    # the port of this instance's KV handshake, unique per instance on a host: SGLang's prefill bootstrap server
+    # (--disaggregation-bootstrap-port, default 8998; a decode instance ignores it), vLLM's NIXL side channel
+    # (the VLLM_NIXL_SIDE_CHANNEL_PORT environment variable, default 5600, said in the notes)
+    handshake_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +74,9 @@ class EngineCommand:
     flags: tuple[tuple[str, str, str], ...]  # (flag, value, why)
     notes: tuple[str, ...] = field(default=())
     source: str = ""
+    # (flag, value) the checkpoint sets itself (a pre-quantized checkpoint's config.json names its method):
+    # checked against the engine's start-up rules as if given
+    implied: tuple[tuple[str, str], ...] = ()
 
     @property
     def shell(self) -> str:
@@ -76,8 +101,53 @@ def _aliases() -> dict[str, str]:
 
 
 def model_id(model: str) -> str:
-    """The Hugging Face repository a catalog model comes from (its config.json's), else the name as given."""
+    """The Hugging Face repository a catalog model's architecture comes from (its config.json's), else the
+    name as given. What a command serves is checkpoint(): the instruct release in the planned format."""
     return _aliases().get(model, model)
+
+
+# how to make a pre-quantized checkpoint the catalog does not list (the command then names a local folder)
+QUANTIZERS = {
+    "int4-awq": "AutoAWQ or llm-compressor (W4A16, AWQ)", "int4-gptq": "llm-compressor or GPTQModel (W4A16, GPTQ)",
+    "w8a8-int8": "llm-compressor (W8A8 INT8)", "fp8": "llm-compressor (FP8) or NVIDIA ModelOpt",
+    "nvfp4": "NVIDIA ModelOpt (NVFP4)", "mxfp4": "NVIDIA ModelOpt (MXFP4)", "int8-wo": "llm-compressor (W8A16)",
+}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What a command names as its model, from the checkpoint catalog (catalog/data/checkpoints.yaml)."""
+
+    ref: str  # a Hugging Face repository, or a local path the user makes
+    prequantized: bool  # its weights are already in the planned format (no quantize-at-load flag)
+    hf_gguf: str | None = None  # llama.cpp: `repo:QUANT` for -hf
+    note: str | None = None
+
+
+def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
+    """The checkpoint a deployment of `model` in `fmt` on `engine` serves: the catalog's instruct release in
+    that format; for FP8 on vLLM/SGLang without one, the 16-bit release quantized at load; else a local
+    folder to quantize into, named with how. A model that is not a catalog name is served as given."""
+    from vazao.catalog.checkpoints import checkpoint_for
+
+    if model not in _aliases():
+        return ModelRef(model, fmt not in ("bf16", "fp16"))
+    c = checkpoint_for(model, fmt, engine)
+    if c is not None and (c.fmt == fmt or (fmt == "fp16" and c.fmt == "bf16")):
+        hf = f"{c.repo}:{fmt.upper()}" if engine == "llama.cpp" else None
+        return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf)
+    base = checkpoint_for(model, "bf16", None if engine == "llama.cpp" else engine)
+    base_repo = base.repo if base is not None else model_id(model)
+    if fmt == "fp8" and engine in ("vllm", "sglang"):
+        return ModelRef(base_repo, False)
+    if engine == "llama.cpp":
+        local = f"{base_repo.split('/')[-1]}-{fmt.upper()}.gguf"
+        return ModelRef(local, True, None, f"no published {fmt} GGUF of {model} in the catalog: convert {base_repo} "
+                                           "with convert_hf_to_gguf.py, then llama-quantize, into " + local)
+    local = f"./{base_repo.split('/')[-1]}-{fmt}"
+    how = QUANTIZERS.get(fmt, "a quantizer for this format")
+    return ModelRef(local, True, None, f"no published {fmt} checkpoint of {model} for {engine} in the catalog: "
+                                       f"quantize {base_repo} with {how} into {local}")
 
 
 class _Args:
@@ -86,6 +156,7 @@ class _Args:
         self.argv = list(head)
         self.flags: list[tuple[str, str, str]] = []
         self.notes: list[str] = []
+        self.implied: list[tuple[str, str]] = []
 
     def add(self, flag: str, value: object | None, why: str) -> None:
         self.argv.append(flag)
@@ -93,8 +164,32 @@ class _Args:
             self.argv.append(str(value))
         self.flags.append((flag, "" if value is None else str(value), why))
 
+    def add_values(self, flag: str, values: Sequence[object], why: str) -> None:
+        """A flag that takes several values (the router's `--prefill URL BOOTSTRAP_PORT`)."""
+        self.argv.append(flag)
+        self.argv.extend(str(v) for v in values)
+        self.flags.append((flag, " ".join(str(v) for v in values), why))
+
+
+ROLES = ("prefill", "decode")
+
+
+def _role(engine: str, s: LaunchSpec) -> str | None:
+    if s.role is not None and s.role not in ROLES:
+        raise VazaoError(f"{engine}: role {s.role!r}: expected prefill or decode (or none for an ordinary instance)")
+    return s.role
+
 
 GGUF = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k")
+
+
+def _bf16_floor(engine: str, s: LaunchSpec) -> str | None:
+    """The compute capability `engine` needs for bfloat16 when the GPU is below it, else None. Below it vLLM
+    refuses --dtype bfloat16 and SGLang serves float16 whatever it is told (engine_flags.yaml's rules)."""
+    floor = get_engine_flags(engine).min_cc("--dtype", "bfloat16")
+    if s.compute_capability and floor and cc_tuple(s.compute_capability) < cc_tuple(floor):
+        return floor
+    return None
 
 
 def _parallel(a: _Args, s: LaunchSpec, tp_flag: str, pp_flag: str, dp_flag: str | None) -> None:
@@ -107,17 +202,27 @@ def _parallel(a: _Args, s: LaunchSpec, tp_flag: str, pp_flag: str, dp_flag: str 
 
 
 def _vllm(s: LaunchSpec) -> _Args:
-    a = _Args("vllm", "serve", model_id(s.model))
     if s.fmt in GGUF:
         raise VazaoError(f"vLLM: {s.fmt} is a GGUF quant; serve it with llama.cpp, or pick int4-awq / int4-gptq")
-    dtype = {"fp16": "float16"}.get(s.fmt, "bfloat16")
-    a.add("--dtype", dtype, "activations and unquantized weights in this 16-bit type")
-    if s.fmt == "fp8":
-        a.add("--quantization", "fp8", "FP8 weights quantized at load from the 16-bit checkpoint (omit for an "
-                                       "FP8 checkpoint: its config says so)")
-    elif s.fmt in ("int4-awq", "int4-gptq", "w8a8-int8", "nvfp4", "mxfp4", "int8-wo"):
-        a.notes.append(f"{s.fmt}: point the model at a pre-quantized {s.fmt} checkpoint; vLLM reads the method "
-                       "from its config.json")
+    m = checkpoint(s.model, s.fmt, "vllm")
+    a = _Args("vllm", "serve", m.ref)
+    if m.note:
+        a.notes.append(m.note)
+    floor = _bf16_floor("vllm", s)
+    if floor:
+        # what vLLM's own refusal suggests; it casts a bf16 checkpoint to float16 at load (with a warning), and
+        # AWQ/GPTQ/FP8 kernels take float16 activations
+        a.add("--dtype", "half", f"no bfloat16 below compute capability {floor}: activations in float16")
+        if s.fmt == "bf16":
+            a.notes.append(f"bf16 checkpoint served in float16 (cast at load): the GPU's compute capability "
+                           f"{s.compute_capability} has no bfloat16")
+    else:
+        dtype = {"fp16": "float16"}.get(s.fmt, "bfloat16")
+        a.add("--dtype", dtype, "activations and unquantized weights in this 16-bit type")
+    if s.fmt == "fp8" and not m.prequantized:
+        a.add("--quantization", "fp8", "FP8 weights quantized at load from the 16-bit checkpoint")
+    elif s.fmt == "fp8":
+        a.implied.append(("--quantization", "fp8"))
     _parallel(a, s, "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")
     if s.kv == "fp8":
         a.add("--kv-cache-dtype", "fp8", "KV cache in FP8: twice the sequences in the same memory")
@@ -127,19 +232,57 @@ def _vllm(s: LaunchSpec) -> _Args:
     a.add("--gpu-memory-utilization", s.gpu_memory_utilization, "share of each GPU's memory vLLM may use")
     if s.prefix_caching:
         a.add("--enable-prefix-caching", None, "reuse the KV of shared prompt prefixes")
+    _vllm_role(a, s)
     a.add("--port", s.port, "HTTP port of the OpenAI-compatible server")
     return a
 
 
+# vLLM v0.34.0's NixlConnector guide (docs/features/nixl_connector_usage.md:107, :122) starts the prefiller with
+# kv_role kv_producer and the decoder with kv_consumer (KVRole, vllm/config/kv_transfer.py:11-13); NIXL moves
+# the KV over UCX: NVLink (cuda_ipc) within a host, RDMA across hosts (same guide, lines 24-32 and 91)
+VLLM_KV_CONNECTOR = "NixlConnector"
+VLLM_KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
+VLLM_NIXL_SIDE_CHANNEL_PORT = 5600  # vllm/envs.py:242
+VLLM_PROXY = "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"  # in vLLM's source, not its wheel
+
+
+def _vllm_role(a: _Args, s: LaunchSpec) -> None:
+    role = _role("vLLM", s)
+    if role is None:
+        return
+    cfg = json.dumps({"kv_connector": VLLM_KV_CONNECTOR, "kv_role": VLLM_KV_ROLES[role]}, separators=(",", ":"))
+    what = "produces KV caches (prefill instance)" if role == "prefill" else "consumes KV caches (decode instance)"
+    a.add("--kv-transfer-config", cfg, f"disaggregated {role}: NIXL moves each prompt's KV cache; this instance "
+                                       f"{what}")
+    port = s.handshake_port or VLLM_NIXL_SIDE_CHANNEL_PORT
+    ports = f"ports {port}…{port + s.replicas - 1}, one per data-parallel rank" if s.replicas > 1 else "port"
+    a.notes.append(f"{role} instance: start it with VLLM_NIXL_SIDE_CHANNEL_PORT={port} (its NIXL handshake {ports}, "
+                   "unique per instance on a host; default 5600, vllm/envs.py:242) and, when prefill and decode run "
+                   "on different hosts, VLLM_NIXL_SIDE_CHANNEL_HOST=<this host's address> (docs/features/"
+                   "nixl_connector_usage.md:140-150); needs the nixl package (pip install nixl); prefill and decode "
+                   "must use the same model, dtype and KV cache dtype (docs/features/nixl_connector_compatibility.md)")
+    a.notes.append(f"front end: vLLM v0.34.0 ships no router program for prefill/decode; its guide "
+                   f"(docs/features/nixl_connector_usage.md:127) uses the example script {VLLM_PROXY} from a vLLM "
+                   f"source checkout: python {VLLM_PROXY} --port PORT --prefiller-hosts HOST... --prefiller-ports "
+                   "PORT... --decoder-hosts HOST... --decoder-ports PORT... (not checked: an example, not a release)")
+
+
 def _sglang(s: LaunchSpec) -> _Args:
-    a = _Args("python", "-m", "sglang.launch_server")
-    a.add("--model-path", model_id(s.model), "the checkpoint (Hugging Face id or local path)")
     if s.fmt in GGUF:
         raise VazaoError(f"SGLang: {s.fmt} is a GGUF quant; serve it with llama.cpp")
-    if s.fmt == "fp8":
-        a.add("--quantization", "fp8", "FP8 weights quantized at load (omit for an FP8 checkpoint)")
-    elif s.fmt not in ("bf16", "fp16"):
-        a.notes.append(f"{s.fmt}: use a pre-quantized checkpoint; SGLang reads the method from its config.json")
+    m = checkpoint(s.model, s.fmt, "sglang")
+    a = _Args("python", "-m", "sglang.launch_server")
+    a.add("--model-path", m.ref, "the checkpoint (Hugging Face id or local path); a pre-quantized one names "
+                                 "its method in its config.json")
+    if m.note:
+        a.notes.append(m.note)
+    if s.fmt == "fp8" and not m.prequantized:
+        a.add("--quantization", "fp8", "FP8 weights quantized at load from the 16-bit checkpoint")
+    elif s.fmt == "fp8":
+        a.implied.append(("--quantization", "fp8"))
+    floor = _bf16_floor("sglang", s)
+    if floor:  # SGLang would switch to float16 itself here; saying so keeps the command what runs
+        a.add("--dtype", "half", f"no bfloat16 below compute capability {floor}: activations in float16")
     _parallel(a, s, "--tp-size", "--pp-size", "--dp-size")
     if s.kv == "fp8":
         a.add("--kv-cache-dtype", "fp8_e4m3", "KV cache in FP8")
@@ -149,19 +292,61 @@ def _sglang(s: LaunchSpec) -> _Args:
     a.add("--mem-fraction-static", s.gpu_memory_utilization, "share of GPU memory for weights and KV")
     if not s.prefix_caching:
         a.add("--disable-radix-cache", None, "no prefix reuse (on by default)")
+    _sglang_role(a, s)
     a.add("--port", s.port, "HTTP port")
     return a
 
 
+# SGLang's transfer backend default, Mooncake (python/sglang/srt/arg_groups/fields/disagg.py:65-71): RDMA between
+# hosts, NVLink within one (its PD guide's NVLink settings); the prefill server's bootstrap port, 8998 (same
+# file, :81-83), which the router is told per prefill server
+SGLANG_TRANSFER_BACKEND = "mooncake"
+SGLANG_BOOTSTRAP_PORT = 8998
+
+
+def _sglang_role(a: _Args, s: LaunchSpec) -> None:
+    role = _role("SGLang", s)
+    if role is None:
+        return
+    a.add("--disaggregation-mode", role, f"disaggregated {role}: this server only runs {role}, the KV cache moves "
+                                         "between prefill and decode servers")
+    a.add("--disaggregation-transfer-backend", SGLANG_TRANSFER_BACKEND,
+          "KV transfer over Mooncake: RDMA between hosts, NVLink within one (SGLang's default, said explicitly)")
+    if role == "prefill":
+        a.add("--disaggregation-bootstrap-port", s.handshake_port or SGLANG_BOOTSTRAP_PORT,
+              "the bootstrap server decode servers reach this prefill server's KV through (unique per host)")
+    else:
+        a.notes.append("decode server: SGLang turns its radix (prefix) cache off unless "
+                       "--disaggregation-decode-enable-radix-cache (python/sglang/srt/arg_groups/"
+                       "pd_disaggregation_hook.py:121-127)")
+    a.notes.append(f"{role} server: needs the Mooncake transfer engine (pip install mooncake-transfer-engine); it "
+                   "picks the RDMA devices itself unless --disaggregation-ib-device names them; on one node, KV over "
+                   "NVLink with SGLANG_MOONCAKE_CUSTOM_MEM_POOL=INTRA_NODE_NVLINK and MC_INTRANODE_NVLINK=true "
+                   "(SGLang's PD disaggregation guide)")
+
+
 def _llama_cpp(s: LaunchSpec) -> _Args:
+    if _role("llama.cpp", s):
+        raise VazaoError(f"llama.cpp: llama-server has no disaggregated prefill/decode serving (role {s.role}); "
+                         "plan it as ordinary replicas, or prefill/decode on vLLM or SGLang")
     if s.fmt not in GGUF and s.fmt not in ("fp16", "bf16"):
         raise VazaoError(f"llama.cpp serves GGUF files: {s.fmt} has no GGUF type; use q8_0 or q4_k_m")
     if s.tp > 1:
         raise VazaoError(f"llama.cpp: tp {s.tp} has no equivalent here; it splits a model over GPUs by layer "
                          "(pp), which is what the planner searches for it")
+    limit = get_engine_flags("llama.cpp").rule("n-seq-max")
+    if s.max_num_seqs > limit.max:
+        raise VazaoError(f"llama.cpp: {s.max_num_seqs} parallel slots (-np) is above {limit.constant} = {limit.max} "
+                         f"({limit.defined}, checked at {limit.source}); plan at most {limit.max} sequences per "
+                         "llama-server, or more replicas")
+    m = checkpoint(s.model, s.fmt, "llama.cpp")
     a = _Args("llama-server")
-    a.add("-m", f"{model_id(s.model).split('/')[-1]}-{s.fmt.upper()}.gguf",
-          "a GGUF file of the model in this format (convert_hf_to_gguf.py, then llama-quantize)")
+    if m.hf_gguf:
+        a.add("-hf", m.hf_gguf, "the GGUF of this quant from Hugging Face (downloaded to the cache on first start)")
+    else:
+        a.add("-m", m.ref, "a GGUF file of the model in this format")
+    if m.note:
+        a.notes.append(m.note)
     a.add("-ngl", 999, "every layer on the GPU(s)")
     a.add("-c", s.max_model_len * s.max_num_seqs, "context for all slots together: per-slot length × slots")
     a.add("-np", s.max_num_seqs, "parallel slots (sequences decoded together)")
@@ -172,7 +357,8 @@ def _llama_cpp(s: LaunchSpec) -> _Args:
     if s.kv in ("fp8", "q8_0", "int8"):
         a.add("-ctk", "q8_0", "K cache in 8 bits")
         a.add("-ctv", "q8_0", "V cache in 8 bits (needs flash attention)")
-        a.add("-fa", None, "flash attention (required for a quantized V cache)")
+        # -fa takes a value (on|off|auto): a bare -fa would swallow the flag after it
+        a.add("-fa", "on", "flash attention (required for a quantized V cache)")
     a.add("--port", s.port, "HTTP port")
     if s.replicas > 1:
         a.notes.append(f"{s.replicas} replicas: run one llama-server per GPU set (CUDA_VISIBLE_DEVICES) on ports "
@@ -181,12 +367,17 @@ def _llama_cpp(s: LaunchSpec) -> _Args:
 
 
 def _trtllm(s: LaunchSpec) -> _Args:
+    if _role("TensorRT-LLM", s):
+        raise VazaoError(f"TensorRT-LLM: disaggregated serving (role {s.role}) runs as `trtllm-serve disaggregated -c "
+                         "CONFIG` (tensorrt_llm/commands/serve.py @ 4c05a74891e4) over context and generation "
+                         "servers described in YAML files that vazao does not write; plan prefill/decode on vLLM or "
+                         "SGLang")
     if s.fmt in GGUF:
         raise VazaoError(f"TensorRT-LLM: {s.fmt} is a GGUF quant; serve it with llama.cpp")
-    a = _Args("trtllm-serve", "serve", model_id(s.model))
-    if s.fmt not in ("bf16", "fp16"):
-        a.notes.append(f"{s.fmt}: use a ModelOpt {s.fmt.upper()} checkpoint (e.g. nvidia/<model>-{s.fmt.upper()}); "
-                       "its KV cache follows the checkpoint (FP8 for FP8/NVFP4)")
+    m = checkpoint(s.model, s.fmt, "trtllm")
+    a = _Args("trtllm-serve", "serve", m.ref)
+    if m.note:
+        a.notes.append(m.note)
     a.add("--backend", "pytorch", "the PyTorch flow (no engine build)")
     _parallel(a, s, "--tp_size", "--pp_size", None)
     a.add("--max_batch_size", s.max_num_seqs, "most sequences per step: the batch that meets the TPOT limit")
@@ -211,7 +402,73 @@ def launch_command(engine: str, spec: LaunchSpec) -> EngineCommand:
     if key not in BUILDERS:
         raise VazaoError(f"no launch command for engine {engine!r} (known: {', '.join(BUILDERS)})")
     a = BUILDERS[key](spec)
-    return EngineCommand(key, a.program, tuple(a.argv), tuple(a.flags), tuple(a.notes), SOURCES[key])
+    cmd = EngineCommand(key, a.program, tuple(a.argv), tuple(a.flags), tuple(a.notes), get_engine_flags(key).cite,
+                        tuple(a.implied))
+    # no command leaves here that the engine's own parser or start-up checks would refuse (on this GPU)
+    check_command(cmd, spec.compute_capability)
+    return cmd
+
+
+ROUTER = "sglang-router"  # engine_flags.yaml front_ends
+
+
+def _url(engine: str, url: str) -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(url)
+        scheme, host, port = u.scheme, u.hostname, u.port
+    except ValueError:  # a port that is not a number, an unclosed IPv6 bracket
+        scheme = host = port = None
+    if scheme not in ("http", "https") or not host or port is None:
+        raise VazaoError(f"{engine} router: {url!r}: expected http://HOST:PORT")
+    return host, port
+
+
+def router_command(engine: str, prefill_urls: Sequence[str | tuple[str, int]], decode_urls: Sequence[str],
+                   port: int = 8000) -> EngineCommand:
+    """The one endpoint in front of a disaggregated deployment: it sends each request to a prefill and a decode
+    server. `prefill_urls`: each prefill server's URL, or (URL, its --disaggregation-bootstrap-port) where not
+    SGLang's default. SGLang: its router, checked against its flags (engine_flags.yaml front_ends); vLLM v0.34.0
+    ships none (refused in one line naming the example proxy its docs use); others have no disaggregation."""
+    from vazao.physics.profiles import engine_key
+
+    key = engine_key(engine)
+    if not prefill_urls or not decode_urls:
+        raise VazaoError(f"{engine} router: needs at least one prefill and one decode server "
+                         f"(got {len(prefill_urls)} and {len(decode_urls)})")
+    pairs = [(u, SGLANG_BOOTSTRAP_PORT) if isinstance(u, str) else (u[0], int(u[1])) for u in prefill_urls]
+    if key == "vllm":
+        ph = [_url("vLLM", u) for u, _ in pairs]
+        dh = [_url("vLLM", u) for u in decode_urls]
+        example = shlex.join(["python", VLLM_PROXY, "--port", str(port),
+                              "--prefiller-hosts", *[h for h, _ in ph], "--prefiller-ports", *[str(p) for _, p in ph],
+                              "--decoder-hosts", *[h for h, _ in dh], "--decoder-ports", *[str(p) for _, p in dh]])
+        raise VazaoError("vLLM v0.34.0 ships no router program for prefill/decode: front it with the example proxy "
+                         "its NixlConnector guide uses (docs/features/nixl_connector_usage.md:127), from a vLLM source "
+                         f"checkout: {example}")
+    if key != "sglang":
+        raise VazaoError(f"{engine}: no disaggregated prefill/decode front end (SGLang's router or vLLM's example "
+                         "proxy only)")
+    for u, _ in pairs:
+        _url("SGLang", u)
+    for u in decode_urls:
+        _url("SGLang", u)
+    a = _Args(*get_engine_flags(ROUTER).program)
+    a.add("--pd-disaggregation", None, "prefill/decode mode: each request goes to a prefill and a decode server")
+    for u, bootstrap in pairs:
+        a.add_values("--prefill", (u, bootstrap), "a prefill server and its bootstrap port "
+                                                  "(its --disaggregation-bootstrap-port)")
+    for u in decode_urls:
+        a.add("--decode", u, "a decode server")
+    a.add("--host", "0.0.0.0", "listen on every interface: the deployment's one endpoint")
+    a.add("--port", port, "HTTP port of the endpoint (OpenAI-compatible)")
+    a.notes.append("pip install sglang-router (0.3.2: the release these flags were read from; its successor, the smg "
+                   "package, runs as python -m smg.launch_router)")
+    cmd = EngineCommand(ROUTER, a.program, tuple(a.argv), tuple(a.flags), tuple(a.notes),
+                        get_engine_flags(ROUTER).cite)
+    check_command(cmd)
+    return cmd
 
 
 def bench_command(url: str, workload: str, slo: dict, *, rate: float | None = None,
