@@ -88,7 +88,9 @@ def test_calibrate_on_a_real_bench_run(llama_server, tmp_path):
     assert fit["rows"] == 8 and fit["fits"][0]["median_ape"] < 1.0
     doc = yaml.safe_load(out.read_text())
     cal = doc["engines"]["llama.cpp"]["calibration"]
-    assert cal["fitted_on"] == {"generations": ["cpu-generic"], "formats": ["q4_k_m"], "model_families": ["gemma3"]}
+    from vazao.catalog.local import host_generation
+
+    assert cal["fitted_on"] == {"generations": [host_generation()], "formats": ["q4_k_m"], "model_families": ["gemma3"]}
     # the values this host's generation overrides (measured here, engines.yaml) are not refitted
     assert "compute_efficiency" not in doc["engines"]["llama.cpp"]
     # the fitted profile is one any command takes

@@ -46,19 +46,37 @@ def measure_fp32_flops(n: int = MATMUL_N, tries: int = 3) -> float:
     return 2.0 * n**3 / _best(lambda: a @ b, tries)
 
 
+VENDORS = {"AuthenticAMD": "cpu-amd", "GenuineIntel": "cpu-intel"}
+
+
+def host_generation() -> str:
+    """The host CPU's generation by its vendor (/proc/cpuinfo's vendor_id): llama.cpp's quantized dot
+    products reach a different share of the FP32 probe on each (engines.yaml, measured on both), so the
+    llama.cpp profile keeps one set of values per vendor; cpu-generic where the vendor is unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    return VENDORS.get(line.split(":", 1)[1].strip(), "cpu-generic")
+    except OSError:
+        pass
+    return "cpu-generic"
+
+
 @cache
 def local_accelerator() -> Accelerator:
     """This host, probed once per process."""
     bw = measure_bandwidth()
     flops = measure_fp32_flops()
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    gen = host_generation()
     today = dt.date.today().isoformat()
     return Accelerator(
         id="local",
         name=f"this host ({os.cpu_count()} CPUs)",
         vendor="host",
         kind="cpu",
-        generation="cpu-generic",
+        generation=gen,
         compute_capability=None,
         memory_bytes=float(mem),
         memory_bandwidth_bytes_per_s=bw,
@@ -71,7 +89,7 @@ def local_accelerator() -> Accelerator:
                f"{MATMUL_N}² FP32 matmul, best of a few",
         as_of=today,
         aliases=("localhost", "host", "cpu"),
-        gen=generations()["cpu-generic"],
+        gen=generations()[gen],
     )
 
 
