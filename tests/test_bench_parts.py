@@ -59,6 +59,21 @@ def test_builder_prefix_and_sizes():
     assert set(p1.messages[0]["content"].split()) <= set(WORDS)
 
 
+def test_follow_up_turns_send_the_planned_user_message():
+    # examples/support.yaml: a 6,000-token prefix, 300-token user messages, 250-token replies. Turn 2's history
+    # (6,550 tokens) already holds the prefix; its new message must be ~300 tokens, not total - prefix - history.
+    from vazao.workload import load_workload
+
+    plan = load_workload("support", requests=3).plan()
+    b = PromptBuilder(TextMaker(seed=1), Sizing(1.0, 2, "test"), api="chat")
+    first = b.build(0, plan[0])
+    b.completed(plan[0], first, first.tokens, plan[0].output_tokens, None)
+    second = b.build(1, plan[1])
+    assert plan[1].turn == 2 and plan[1].history_tokens == 6000 + 300 + 250
+    assert len(second.messages) == 3  # the first turn, its answer, the new message
+    assert len(second.messages[-1]["content"].split()) == plan[1].prompt_tokens - plan[1].history_tokens == 300
+
+
 def test_dataset_rows_and_errors(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text('{"prompt": "alpha beta gamma", "output_tokens": 5}\n\n{"messages": [{"role": "user", '

@@ -160,7 +160,11 @@ class PromptBuilder:
         prefix_tokens = int(spec.prefix_tokens or 0)
         history_tokens = int(spec.history_tokens or 0)
         total = int(spec.prompt_tokens or 1)
-        new_tokens = max(1, total - prefix_tokens - history_tokens - self.sizing.overhead)
+        # A later turn's history already holds the prefix (the first turn's prompt began with it) and the
+        # template's overhead: only the new user message is made here. Subtracting the prefix again left
+        # every follow-up turn a 1-token message (support's turns 2-8 sent 1 token instead of 300).
+        base = history_tokens if history_tokens else prefix_tokens + self.sizing.overhead
+        new_tokens = max(1, total - base)
         user, user_n = self._sized(new_tokens, f"req:{spec.request_id}")
         prefix, prefix_n = ("", 0)
         if prefix_tokens and spec.prefix_id is not None:
