@@ -309,16 +309,13 @@ JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests
 
 
 def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None) -> Throughput:
-    from vazao.cost.capacity import batch_cap, sequence_limit, slo_rate
+    from vazao.cost.capacity import batch_cap, demand_of, sequence_limit, slo_rate
     from vazao.workload import context_for
 
-    plan = workload.with_overrides(requests=2000).plan()
-    sessions = max(1, sum(1 for r in plan if r.turn == 1))
-    per_session = len(plan) / sessions
-    mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
-    mean_out = max(1, round(sum(r.output_tokens for r in plan) / len(plan)))
-    cached = round(sum(r.prefix_tokens + r.history_tokens for r in plan) / len(plan)) if dep.engine.prefix_caching \
-        else 0
+    d = demand_of(workload)  # the plan's own figures (plan.evaluate reads the same)
+    per_session = d.requests_per_session
+    mean_in, mean_out = max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens))
+    cached = round(d.shared_tokens) if dep.engine.prefix_caching else 0  # as cost.capacity caps the batch
     context = context_for(workload, dep.model.max_context)  # what --max-model-len / a slot is set to
     point = batch_cap(dep, mean_in, mean_out, slo.limits, sequence_limit(dep, mean_in, mean_out, context), cached)
     if point is None:
