@@ -37,7 +37,7 @@ def reports(tmp_path_factory, fake_llm):
     return out
 
 
-EXPECTED_PLOTS = {"plan": 2, "simulation": 2, "bench run": 2, "comparison": 2, "validation": 1, "estimate": 2}
+EXPECTED_PLOTS = {"plan": 3, "simulation": 2, "bench run": 2, "comparison": 2, "validation": 1, "estimate": 2}
 
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED_PLOTS))

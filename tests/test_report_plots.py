@@ -146,9 +146,28 @@ def test_plan_pareto_marks_the_front_and_every_candidate(results):
     assert sum(p.on_front for p in report.pareto) == len(data["pareto"])
     spec = plots.pareto_chart(report.pareto).to_dict()
     assert scales(spec)["usd_per_mtok"] == {"log"} and scales(spec)["latency_s"] == {"log"}
-    assert len(report.tables[0].rows) == len(data["candidates"])
-    unsimulated = [row for row, c in zip(report.tables[0].rows, data["candidates"], strict=True) if not c["checks"]]
+    table = next(t for t in report.tables if t.title.startswith("Candidates"))
+    assert len(table.rows) == len(data["candidates"])
+    unsimulated = [row for row, c in zip(table.rows, data["candidates"], strict=True) if not c["checks"]]
     assert all(row[COLUMNS.index("meets SLO")] == "not simulated" for row in unsimulated)
+
+
+def test_plan_report_shows_the_launch_command_why_others_lost_and_the_top_curves(results):
+    # Issue 20: the plan report carries the launch command, each figure's band, the binding constraint, why
+    # the other models/GPUs lost and the latency–throughput curve of the top three.
+    data = load(results, "plan")
+    report = plan_report(data)
+    titles = [t.title for t in report.tables]
+    assert titles[0] == "Launch the winner" and report.tables[0].rows[0][1] == data["candidates"][0]["command"]
+    assert "Why the others lost" in titles and "binding: " + str(data["binding_constraint"]) in report.headline
+    lost = next(t for t in report.tables if t.title == "Why the others lost")
+    winner = data["candidates"][0]
+    assert all(not r[0].startswith(f"{winner['model']} on {winner['gpu']}") for r in lost.rows)
+    assert len(data["curves"]) == 3 and [c["rank"] for c in data["curves"]] == [1, 2, 3]
+    series = {p.series for p in report.curve}
+    assert len(series) == 3 and all(s.startswith("#") for s in series)
+    spec = plots.curve_chart(report.curve, report.slo_s).to_dict()
+    assert {r["series"] for r in rows_of(spec) if "series" in r} == series
 
 
 def test_validation_scatter_is_log_log_with_the_bands(results):
@@ -235,7 +254,7 @@ def test_report_command_writes_the_file(results, tmp_path):
     out = tmp_path / "plan.html"
     r = files.invoke("report", "--plan", str(results["plan"]), "-o", str(out))
     assert r.exit_code == 0, r.output
-    assert "plan report, 2 plots" in r.stdout and out.read_text().startswith("<!DOCTYPE html>")
+    assert "plan report, 3 plots" in r.stdout and out.read_text().startswith("<!DOCTYPE html>")
 
 
 def test_the_command_without_the_extra_is_one_line_exit_2(results, tmp_path):

@@ -65,6 +65,32 @@ class OutputExists(VazaoError):
         super().__init__(f"{what} {shown} exists; refusing to overwrite it (force=False)")
 
 
+def output_folder(path: Path | str, what: str = "output folder", *, force: bool = False) -> Path:
+    """A folder a user named to be written into, checked before any work: a new one (its parent exists and
+    is writable), an empty one, or (force) one with files in it, whose files of the same names are replaced."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise VazaoError(f"{what} {_show(p)} cannot be written: {exc.strerror or exc}") from None
+    if st is None:
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            raise VazaoError(f"{what} {_show(p)}: folder {_show(parent)} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise VazaoError(f"{what} {_show(p)} cannot be created: {_show(parent)} is not writable")
+        return p
+    if not stat.S_ISDIR(st.st_mode):
+        raise VazaoError(f"{what} {_show(p)} is a file; name a folder")
+    if not os.access(p, os.W_OK):
+        raise VazaoError(f"{what} {_show(p)} is not writable")
+    if not force and any(p.iterdir()):
+        raise OutputExists(what, _show(p))
+    return p
+
+
 def output_file(path: Path | str, what: str = "output file", *, force: bool = True) -> Path:
     """A path a user named to be written, checked before any work: its folder exists and is a
     folder, it is not itself a folder, and (unless force) it does not already exist."""

@@ -55,6 +55,15 @@ def plan_cmd(
     formats: str = typer.Option("bf16", "--formats", "-f", help="Comma-separated weight formats to try."),
     workload: str = typer.Option("chat", "--workload", "-w", help="Workload YAML or built-in name."),
     traffic: str = typer.Option("10/s", "--traffic", help="Request rate (20/s) or concurrency (c32)."),
+    objective: str = typer.Option("cost", "--objective", help="cost: the cheapest deployment for --traffic; "
+                                  "throughput: the most output tok/s per GPU on --gpu-count GPUs."),
+    gpu_count: int | None = typer.Option(None, "--gpu-count", help="GPUs every deployment uses (throughput)."),
+    user_tps: float | None = typer.Option(None, "--user-tps", help="Least tok/s per user: adds tpot_mean ≤ 1/X "
+                                                                   "to the SLO (its default keeps only TTFT)."),
+    curves: int | None = typer.Option(None, "--curves", help="Latency-throughput curves of the best N (default "
+                                                             "3 with --json or --plot, else 0)."),
+    disagg: bool = typer.Option(True, "--disagg/--no-disagg", help="Also try the best deployments as prefill and "
+                                                                   "decode pools (vLLM, SGLang)."),
     slo: str | None = typer.Option(None, "--slo", help="Latency limits, e.g. ttft_p95=500ms,tpot_p95=40ms "
                                                        "(default ttft_p95=1s,tpot_p95=50ms)."),
     engines: str | None = typer.Option(None, "--engines", "-e", help="Engine profiles to try (default: each "
@@ -67,6 +76,9 @@ def plan_cmd(
     simulate_top: int = typer.Option(48, "--simulate-top", help="Deployments simulated, cheapest estimate first."),
     emit: str | None = typer.Option(None, "--emit", help="Print the winner's launch command for this engine "
                                                          "(vllm, sglang, llama.cpp, trtllm)."),
+    emit_dir: Path | None = typer.Option(None, "--emit-dir", help="Write the winner's serve.sh, compose.yaml, "
+                                         "k8s.yaml and bench.sh into this folder (for --emit's engine if given)."),
+    force: bool = typer.Option(False, "--force", help="Replace the files in an existing, non-empty --emit-dir."),
     against_api: str | None = typer.Option(None, "--against-api", help="Compare with this API price id."),
     backend: str = typer.Option("local", "--backend", help="local (processes) or ray."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (auto, ray://host:port)."),
@@ -96,11 +108,21 @@ def plan_cmd(
         from vazao.calibrate import load_profiles
 
         load_profiles(profile)
-    inp = PlanInputs(workload=workload, traffic=Traffic.parse(traffic), slo=SLO.parse(slo or DEFAULT_SLO),
+    from vazao.plan.space import slo_with_user_tps
+
+    if objective == "throughput" and gpu_count is None:
+        raise VazaoError("--objective throughput needs --gpu-count N: the GPUs every deployment spreads over")
+
+    limits = slo_with_user_tps(SLO.parse(slo or DEFAULT_SLO), user_tps, slo_given=slo is not None)
+    if curves is None:
+        curves = 3 if (json_out or plot is not None) else 0
+    inp = PlanInputs(workload=workload, traffic=Traffic.parse(traffic), slo=limits,
                      models=m, gpus=g, formats=f, engines=e, kv_formats=k, max_gpus=max_gpus,
                      quality_floor=quality_floor, requests=requests, simulate_top=simulate_top, seed=seed,
-                     profile=str(profile) if profile else None, slo_is_default=slo is None,
-                     gpu_prices=_prices(gpu_price))
+                     profile=str(profile) if profile else None, slo_is_default=slo is None and user_tps is None,
+                     gpu_prices=_prices(gpu_price), objective=objective, gpu_count=gpu_count, curves=curves,
+                     disagg=disagg)
+    inp.check_workload()
     if emit is not None:
         from vazao.physics.profiles import get_engine
 
@@ -109,13 +131,18 @@ def plan_cmd(
         from vazao.catalog.prices import get_price
 
         get_price(against_api)
+    if emit_dir is not None:
+        from vazao.plan.artefacts import check_directory
+
+        check_directory(emit_dir, force=force)
     check_plot(plot)
     from vazao.report.progress import progress_bar
 
     with progress_bar("simulating deployments", enabled=show_progress(json_out, quiet)) as show:
         result = run_plan(inp, workers=workers, backend=backend, address=address, fallback_local=fallback_local,
                           progress=show)
-    _finish(result, emit=emit, against_api=against_api, json_out=json_out, plot=plot, quiet=quiet)
+    _finish(result, emit=emit, against_api=against_api, json_out=json_out, plot=plot, quiet=quiet,
+            emit_dir=emit_dir, force=force)
 
 
 def _plot(result, plot: Path | None, json_out: bool, quiet: bool) -> None:
@@ -128,7 +155,7 @@ def _plot(result, plot: Path | None, json_out: bool, quiet: bool) -> None:
 
 
 def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool, plot: Path | None = None,
-            quiet: bool = False) -> None:
+            quiet: bool = False, emit_dir: Path | None = None, force: bool = False) -> None:
     from vazao.plan.output import plan_json
     from vazao.report.plan_console import render_plan
 
@@ -144,14 +171,21 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
     commands = _commands(result)
     launch = None
     if emit is not None and result.winner is not None:
-        from vazao.plan.emit import command_for
+        from vazao.plan.emit import launch_for
 
-        launch = command_for(result.winner, result.lengths, emit)
+        launch = launch_for(result.winner, result.lengths, emit)
+    emitted = None
+    if emit_dir is not None and result.winner is not None:
+        from vazao.plan.artefacts import write_artefacts
+
+        emitted = write_artefacts(emit_dir, result, engine=emit, force=force)
     if json_out:
         doc = plan_json(result, commands=commands, api=api)
         if launch is not None:
             doc["launch"] = launch.to_json()
             doc["bench_command"] = _bench(result)
+        if emitted is not None:
+            doc["emitted"] = [str(p) for p in emitted]
         emit_json(doc)
     else:
         render_plan(console, result)
@@ -162,29 +196,31 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
 
             render_command(console, launch, _bench(result))
     _plot(result, plot, json_out, quiet)
+    if emitted is not None and not json_out:
+        console.print(f"wrote {', '.join(p.name for p in emitted)} to {emit_dir}", highlight=False)
+    elif emit_dir is not None and result.winner is None and not quiet:
+        err_console.print(f"note: no deployment meets the SLO; nothing written to {emit_dir}", highlight=False)
     if result.winner is None:
         raise typer.Exit(1)
 
 
 def _commands(result, top: int = 10) -> dict:
     """Launch commands (shell strings) of the best simulated candidates, for the JSON."""
-    from vazao.plan.emit import command_for
+    from vazao.plan.emit import launch_for
 
     out = {}
     for c in [c for c in result.candidates if c.source == "simulated"][:top]:
         try:
-            out[id(c)] = command_for(c, result.lengths).shell
+            out[id(c)] = launch_for(c, result.lengths).shell
         except VazaoError:
             continue  # no command for this engine and format: the JSON says null
     return out
 
 
 def _bench(result) -> str:
-    from vazao.plan.commands import bench_command
+    from vazao.plan.emit import planned_bench
 
-    t = result.inputs.traffic
-    return bench_command("http://127.0.0.1:8000/v1", result.inputs.workload, dict(result.inputs.slo.limits),
-                         rate=t.rate, concurrency=t.concurrency)
+    return planned_bench(result)
 
 
 def _api(result, price: str) -> dict:

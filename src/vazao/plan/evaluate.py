@@ -13,44 +13,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cache
 
+from vazao.cost.capacity import Check, slo_checks
 from vazao.cost.money import HOURS_PER_MONTH
 from vazao.errors import VazaoError
 from vazao.plan.space import Lengths, PlanInputs, Shape, Traffic
 
 CAPACITY_MARGIN = 0.85  # the closed form ignores queueing: aim the first replica count below its capacity
 MAX_TRIES = 4
-
-
-@dataclass(frozen=True)
-class Check:
-    """One SLO term: the predicted value, its band's pessimistic edge, the limit."""
-
-    key: str
-    value: float | None
-    edge: float | None  # None: no band (uncalibrated profile)
-    limit: float
-
-    @property
-    def met(self) -> bool:
-        v = self.edge if self.edge is not None else self.value
-        return v is not None and v <= self.limit
-
-    @property
-    def met_by_value(self) -> bool:
-        return self.value is not None and self.value <= self.limit
-
-    @property
-    def ratio(self) -> float:
-        v = self.edge if self.edge is not None else self.value
-        return math.inf if v is None else v / self.limit
-
-    def to_json(self) -> dict:
-        return {"key": self.key, "value_s": self.value, "pessimistic_s": self.edge, "limit_s": self.limit,
-                "met": self.met}
 
 
 @dataclass(frozen=True)
@@ -72,10 +46,22 @@ class Candidate:
     quality_source: str = ""
     detail: str = ""
     context: int = 0  # tokens per sequence the command sets (--max-model-len, a llama.cpp slot); 0: not set
+    # the throughput objective's figures: what the deployment carries within the SLO (cost.capacity.slo_rate)
+    capacity_req_s: float | None = None
+    tokens_per_s_per_gpu: float | None = None  # output tokens/s over every GPU of the deployment
+    tokens_per_s_per_user: float | None = None  # 1 / mean TPOT at that load
+    disagg: tuple[int, int] | None = None  # (prefill, decode) replicas when prefill and decode run apart
 
     @property
     def count(self) -> int:
         return self.replicas * self.shape.gpus_per_replica
+
+    def layout(self) -> str:
+        """Replicas × parallelism: "2×tp4", or "1P+2D tp4" when disaggregated."""
+        par = f"tp{self.shape.tp}" + (f"·pp{self.shape.pp}" if self.shape.pp > 1 else "")
+        if self.disagg:
+            return f"{self.disagg[0]}P+{self.disagg[1]}D {par}"
+        return f"{self.replicas}×{par}" if self.replicas > 1 else par
 
     @property
     def binding(self) -> str | None:
@@ -128,7 +114,7 @@ def slo_cap(dep, inp: PlanInputs, cap: int):
     from vazao.cost.capacity import batch_cap
 
     d = _demand(inp.workload, inp.seed)
-    cached = round(d.cached_tokens) if dep.engine.prefix_caching else 0
+    cached = round(d.shared_tokens) if dep.engine.prefix_caching else 0  # what stays cached at saturation
     return batch_cap(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)), inp.slo.limits, cap,
                      cached)
 
@@ -155,6 +141,8 @@ class Screen:
     quality: float | None
     quality_source: str
     context: int = 0  # tokens per sequence the command sets (--max-model-len, a llama.cpp slot)
+    estimate_tps_per_gpu: float = 0.0  # output tok/s per GPU at the batch cap (the throughput objective's rank)
+    rate_per_replica: float = 0.0  # the analytic arrivals/s one replica carries at the cap, aimed below
 
 
 def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
@@ -203,6 +191,8 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     # The prune is conservative: it uses an upper bound on what one replica can carry (every sequence
     # slot full, prefill free), so it never removes a shape the simulator would accept.
     upper = optimistic_rate(dep, lengths, cap) / d.requests_per_session
+    if inp.objective == "throughput":
+        return _throughput_screen(shape, inp, dep, point, price, rate, (quality, qsource), context)
     traffic = inp.traffic
     if traffic.rate is not None:
         replicas = max(1, math.ceil(traffic.rate / rate))
@@ -219,21 +209,23 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     replicas = min(replicas, inp.max_gpus // shape.gpus_per_replica)
     gpus = replicas * shape.gpus_per_replica
     est = gpus * price / (served_out * 3600) * 1e6 if price is not None else math.inf
-    return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource, context)
+    return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource, context,
+                  point.output_tokens_per_s / shape.gpus_per_replica, rate)
 
 
-def _checks(dep, summary, slo, regime: str) -> tuple[tuple[Check, ...], dict]:
-    from vazao.bands import deployment_band
-
-    checks, bands = [], {}
-    for key, limit in slo.limits.items():
-        metric, pct = key.split("_", 1)
-        value = getattr(summary, f"{metric}_s").get(pct)
-        b = deployment_band(dep, regime, value, latency=True) if value else None
-        if b:
-            bands[key] = b
-        checks.append(Check(key, value, b[1] if b else None, limit))
-    return tuple(checks), bands
+def _throughput_screen(shape: Shape, inp: PlanInputs, dep, point, price: float | None, rate: float,
+                       quality: tuple, context: int) -> Screen | Pruned:
+    """The throughput objective's step 2: every deployment uses inp.gpu_count GPUs, as replicas of the
+    shape; ranked for simulation by the analytic output tok/s per GPU at the batch cap."""
+    per = shape.gpus_per_replica
+    if inp.gpu_count % per:
+        return Pruned(shape, "GPUs", f"{inp.gpu_count} GPUs do not split into replicas of {per}")
+    replicas = inp.gpu_count // per
+    tps_gpu = point.output_tokens_per_s / per
+    est = inp.gpu_count * price / (replicas * point.output_tokens_per_s * 3600) * 1e6 if price is not None \
+        else math.inf
+    return Screen(shape, dep.kv_format.name, replicas, point.batch, price, est, quality[0], quality[1], context,
+                  tps_gpu, rate)
 
 
 def steady_workload(inp: PlanInputs, share: Traffic):
@@ -254,7 +246,7 @@ def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
     # the engine capped at the batch that holds the SLO: what the emitted command sets
     cfg = SimConfig.from_engine(dep.engine, max_num_seqs=s.batch, max_context=s.context or None)
     result = simulate(dep, w, cfg, slo=inp.slo)
-    checks, bands = _checks(dep, result.summary, inp.slo, "serving")
+    checks, bands = slo_checks(dep, result.summary, inp.slo)
     return result, checks, bands, w
 
 
@@ -330,3 +322,124 @@ def analytic_candidate(s: Screen, inp: PlanInputs) -> Candidate:
                      detail="not simulated: ranked below the simulated shapes by the closed-form estimate",
                      context=s.context)
 
+
+
+def simulate_throughput(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate:
+    """The throughput objective's step 3: the highest Poisson rate one replica carries within the SLO
+    (cost.capacity.slo_rate, the one capacity policy: steady state, the engine capped at the batch cap,
+    each limit judged by its band's pessimistic edge), times the replicas that fill inp.gpu_count."""
+    from vazao.cost.capacity import capacity_search
+    from vazao.cost.money import usd_per_mtok
+    from vazao.workload import load_workload
+
+    dep = _deployment(s.shape, inp.profile)
+    d = _demand(inp.workload, inp.seed)
+    w = load_workload(inp.workload, seed=inp.seed)
+    found, last = capacity_search(dep, w, inp.slo, s.batch, max(s.rate_per_replica, 1e-3), inp.requests,
+                                  context=s.context or None)
+    run = found or last
+    usd_h = _usd_h(s, s.replicas)
+    note = "" if run.bands else "no band: the engine profile is not calibrated"
+    if found is None:
+        return Candidate(
+            shape=s.shape, kv_format=s.kv_format, replicas=s.replicas, max_batch=s.batch, usd_per_hour=usd_h,
+            usd_per_mtok=None, usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+            meets_slo=False, marginal=False, source="simulated", checks=run.checks, bands=dict(run.bands),
+            summary=run.summary, quality=s.quality, quality_source=s.quality_source,
+            detail="; ".join(x for x in (note, f"misses the SLO even at {run.rate:.3g} arrivals/s a replica")
+                             if x), context=s.context)
+    rps = found.rate * d.requests_per_session * s.replicas
+    out = rps * d.output_tokens
+    tpot = found.summary.tpot_s.mean
+    return Candidate(
+        shape=s.shape, kv_format=s.kv_format, replicas=s.replicas, max_batch=s.batch, usd_per_hour=usd_h,
+        usd_per_mtok=usd_per_mtok(usd_h, out) if usd_h is not None else None,
+        usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+        meets_slo=True, marginal=False, source="simulated", checks=found.checks, bands=dict(found.bands),
+        summary=found.summary, quality=s.quality, quality_source=s.quality_source,
+        detail="; ".join(x for x in (note, f"capacity {rps:.3g} req/s ({found.rate:.3g} arrivals/s a replica, "
+                                     f"the highest whose steady state meets the SLO); {found.describe()}; peak "
+                                     f"batch {found.peak_running}") if x),
+        context=s.context, capacity_req_s=rps, tokens_per_s_per_gpu=out / inp.gpu_count,
+        tokens_per_s_per_user=1.0 / tpot if tpot else None)
+
+
+# ---- disaggregated prefill and decode ---------------------------------------------------------------------
+# Engines whose whole disaggregated launch vazao can emit and check: SGLang's prefill/decode servers and its router
+# (plan/commands.py). vLLM's servers take a role too, but v0.34 ships no router program (its guide uses an example
+# script from the source tree), so the planner does not propose a deployment whose front end would not start.
+DISAGG_ENGINES = ("sglang",)
+DISAGG_TRIES = 3  # the best simulated colocated candidates whose split is searched
+
+
+def decode_cap(dep, inp: PlanInputs, cap: int) -> int:
+    """A decode pool's batch cap: no prompt is prefilled in its steps, so the largest batch whose decode step
+    alone holds the TPOT/ITL limits (with cost.capacity's headroom), at most `cap`."""
+    from vazao.cost.capacity import CAP_HEADROOM
+    from vazao.estimate import decode_cost
+
+    d = _demand(inp.workload, inp.seed)
+    limits = [v for k, v in inp.slo.limits.items() if k.split("_", 1)[0] in ("tpot", "itl")]
+    if not limits:
+        return cap
+    budget = min(limits) * CAP_HEADROOM
+    ctx = max(1, round(d.prompt_tokens + d.output_tokens / 2))
+    lo, hi = 1, max(1, cap)
+    if decode_cost(dep, hi, ctx).time_s <= budget:
+        return hi
+    while hi - lo > 1:  # a decode step grows with the batch: bisect
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if decode_cost(dep, mid, ctx).time_s <= budget else (lo, mid)
+    return lo
+
+
+def disagg_splits(c: Candidate, inp: PlanInputs) -> list[tuple[int, int]]:
+    """(prefill, decode) replica counts to try for `c`: as many replicas as it has, and one fewer (a split that
+    needs more would cost more than `c`), at least 1 + 1, within the GPU budget; every split of up to 4
+    replicas, else a few ratios."""
+    top = inp.gpu_budget // c.shape.gpus_per_replica
+    out = []
+    for n in sorted({max(2, c.replicas - 1), max(2, c.replicas)}):
+        if n > top:
+            continue
+        ps = range(1, n) if n <= 4 else sorted({1, n // 4, n // 3, n // 2, n - 1} - {0})
+        out += [(p, n - p) for p in ps]
+    return out
+
+
+def simulate_disagg(c: Candidate, split: tuple[int, int], inp: PlanInputs, lengths: Lengths) -> Candidate:
+    """`c`'s shape as `split` = (prefill, decode) replicas, the whole deployment simulated at the whole traffic:
+    prompts on the prefill pool, each KV cache shipped to a decode replica (sim/disagg.py), judged as the
+    colocated candidates are (steady state, band edge)."""
+    from vazao.cost.capacity import sequence_limit, slo_checks
+    from vazao.scenario import deployment_for
+    from vazao.sim.config import DisaggConfig, SimConfig
+    from vazao.sim.run import simulate
+
+    p, dd = split
+    n = p + dd
+    sh = c.shape
+    dep = deployment_for(sh.model, sh.gpu, sh.fmt, sh.kv, count=n * sh.gpus_per_replica, tp=sh.tp, pp=sh.pp,
+                         engine=sh.engine, profile=inp.profile)
+    d = _demand(inp.workload, inp.seed)
+    one = _deployment(sh, inp.profile)
+    cap = sequence_limit(one, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)), c.context)
+    batch = decode_cap(one, inp, cap)
+    w = steady_workload(inp, inp.traffic)  # the whole traffic: every replica is in the one simulation
+    cfg = SimConfig.from_engine(dep.engine, max_num_seqs=batch, max_context=c.context or None,
+                                disagg=DisaggConfig(p, dd))
+    result = simulate(dep, w, cfg, slo=inp.slo)
+    checks, bands = slo_checks(dep, result.summary, inp.slo)
+    usd_h = None if c.usd_per_hour is None else c.usd_per_hour / c.count * n * sh.gpus_per_replica
+    meets = all(k.met for k in checks)
+    note = "" if bands else "no band: the engine profile is not calibrated"
+    return dataclasses.replace(
+        c, replicas=n, max_batch=batch, usd_per_hour=usd_h,
+        usd_per_mtok=_offered_usd_per_mtok(usd_h, inp, lengths, result.summary.output_tokens_per_s),
+        usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None, meets_slo=meets,
+        marginal=not meets and all(k.met_by_value for k in checks), checks=checks, bands=bands,
+        summary=result.summary, disagg=split,
+        detail="; ".join(x for x in (note, f"disaggregated: {p} prefill + {dd} decode replicas, each prompt's KV "
+                                     f"cache shipped over the link; decode batch cap {batch} (no prefill in its "
+                                     f"steps); steady state: {w.requests - w.warmup:,} requests judged, first "
+                                     f"{w.warmup:,} left out as warm-up; {result.preemptions} preemptions") if x))

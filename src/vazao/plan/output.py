@@ -36,6 +36,9 @@ def candidate_json(c: Candidate, command: str | None = None) -> dict:
         "checks": [k.to_json() for k in c.checks], "binding": c.binding,
         "bands": {k: {"low_s": b[0], "high_s": b[1], "note": b[2]} for k, b in c.bands.items()},
         "quality": c.quality, "quality_source": c.quality_source or None, "detail": c.detail,
+        "context_tokens": c.context or None, "capacity_req_s": c.capacity_req_s,
+        "disagg": {"prefill": c.disagg[0], "decode": c.disagg[1]} if c.disagg else None,
+        "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu, "tokens_per_s_per_user": c.tokens_per_s_per_user,
         "command": command,
     }
 
@@ -52,11 +55,13 @@ def plan_json(r: PlanResult, commands: dict | None = None, api: dict | None = No
                    "examples": [{"deployment": p.shape.label(), "reason": p.reason, "detail": p.detail}
                                 for p in r.pruned[:50]]},
         "lengths": {"prompt_mean": r.lengths.prompt_mean, "output_mean": r.lengths.output_mean,
-                    "context_p99": r.lengths.context_p99},
+                    "context_p99": r.lengths.context_p99, "longest": r.lengths.longest},
         "inputs": r.inputs.to_json(),
         "backend": r.backend,
         "catalog_versions": catalog_versions(),
     }
+    if r.curves:
+        out["curves"] = [c.to_json() for c in r.curves]
     if api is not None:
         out["against_api"] = api
     return out

@@ -3,8 +3,9 @@
 Screening is closed-form and cheap (every shape, in this process). Simulation is the cost: only the
 `simulate_top` shapes with the lowest estimated $/Mtok are simulated, across local processes (the
 standard library) or a Ray cluster (`backend="ray"`, the optional extra); the rest are listed with
-their estimates and marked `analytic`. Ranking: shapes that meet the SLO (band edge within every
-limit) first, then marginal ones, then misses, each by $/Mtok."""
+their estimates and marked `analytic`. Ranking (cost objective): shapes that meet the SLO (band edge
+within every limit) first, then marginal ones, then misses, each by $/month; the throughput objective
+ranks those that meet by output tok/s per GPU."""
 
 from __future__ import annotations
 
@@ -16,7 +17,20 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from vazao.errors import VazaoError
-from vazao.plan.evaluate import Candidate, Pruned, Screen, analytic_candidate, screen, simulate_screen
+from vazao.plan.curves import LEVELS, Curve, curve_jobs, curve_point
+from vazao.plan.evaluate import (
+    DISAGG_ENGINES,
+    DISAGG_TRIES,
+    Candidate,
+    Pruned,
+    Screen,
+    analytic_candidate,
+    disagg_splits,
+    screen,
+    simulate_disagg,
+    simulate_screen,
+    simulate_throughput,
+)
 from vazao.plan.space import Lengths, PlanInputs, shapes
 
 Progress = Callable[[int, int], None]
@@ -33,6 +47,7 @@ class PlanResult:
     binding_constraint: str | None
     closest_miss: Candidate | None
     backend: str
+    curves: tuple[Curve, ...] = ()  # latency–throughput curves of the best few (inputs.curves)
 
     @property
     def winner(self) -> Candidate | None:
@@ -46,21 +61,61 @@ class PlanResult:
 def _simulate_one(args) -> Candidate | Pruned:
     s, inp, lengths = args
     try:
+        if inp.objective == "throughput":
+            return simulate_throughput(s, inp, lengths)
         return simulate_screen(s, inp, lengths)
     except VazaoError as exc:
         return Pruned(s.shape, "simulation", str(exc))
 
 
-def _map_local(jobs: list, workers: int, progress: Progress | None) -> list:
+def _disagg_one(args) -> Candidate | None:
+    c, split, inp, lengths = args
+    try:
+        return simulate_disagg(c, split, inp, lengths)
+    except VazaoError:
+        return None  # a split the simulator refuses (a pool whose KV cache holds no request) is not a candidate
+
+
+def _disagg(cands: list[Candidate], inp: PlanInputs, lengths: Lengths, workers: int) -> list[Candidate]:
+    """The best simulated colocated candidates on engines that run prefill and decode apart, as P:D splits."""
+    if not inp.disagg or inp.objective != "cost":
+        return []
+    best = [c for c in sorted(cands, key=_rank_key) if c.source == "simulated" and c.disagg is None
+            and c.shape.engine in DISAGG_ENGINES][:DISAGG_TRIES]
+    jobs = [(c, split, inp, lengths) for c in best for split in disagg_splits(c, inp)]
+    return [r for r in _map_local(jobs, workers, None, _disagg_one) if r is not None]
+
+
+def _curve_one(args):
+    c, inp, factor = args
+    try:
+        return curve_point(c, inp, factor)
+    except VazaoError:
+        return None  # a level the simulator refuses (too many requests in flight) leaves a gap
+
+
+def _curves(cands: list[Candidate], inp: PlanInputs, workers: int) -> tuple[Curve, ...]:
+    picked = curve_jobs(tuple(cands), inp.curves)
+    jobs = [(c, inp, f) for _, c in picked for f in LEVELS]
+    points = _map_local(jobs, workers, None, _curve_one)
+    axis = "rate" if inp.traffic.rate is not None or inp.objective == "throughput" else "concurrency"
+    out = []
+    for k, (rank, c) in enumerate(picked):
+        pts = tuple(p for p in points[k * len(LEVELS):(k + 1) * len(LEVELS)] if p is not None)
+        out.append(Curve(c.shape.label() + (f" × {c.replicas}" if c.replicas > 1 else ""), rank, axis, pts))
+    return tuple(out)
+
+
+def _map_local(jobs: list, workers: int, progress: Progress | None, fn: Callable = _simulate_one) -> list:
     out: list = [None] * len(jobs)
     if workers <= 1 or len(jobs) <= 1:
         for i, j in enumerate(jobs):
-            out[i] = _simulate_one(j)
+            out[i] = fn(j)
             if progress:
                 progress(i + 1, len(jobs))
         return out
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(_simulate_one, j): i for i, j in enumerate(jobs)}
+        futures = {pool.submit(fn, j): i for i, j in enumerate(jobs)}
         from concurrent.futures import as_completed
 
         for done, fut in enumerate(as_completed(futures), 1):
@@ -78,6 +133,15 @@ def _rank_key(c: Candidate) -> tuple:
     month = c.usd_per_month if c.usd_per_month is not None else math.inf
     worst = max((k.ratio for k in c.checks), default=math.inf)
     return tier, month, worst, c.count, c.shape
+
+
+def _throughput_key(c: Candidate) -> tuple:
+    """The throughput objective: meets, then misses, then estimated only; within a tier the most output
+    tok/s per GPU, then the cheapest month, then the most headroom to the SLO."""
+    tier = 0 if c.meets_slo else 2 if c.source == "simulated" else 3
+    month = c.usd_per_month if c.usd_per_month is not None else math.inf
+    worst = max((k.ratio for k in c.checks), default=math.inf)
+    return tier, -(c.tokens_per_s_per_gpu or 0.0), month, worst, c.shape
 
 
 def pareto_front(cands: Sequence[Candidate]) -> tuple[Candidate, ...]:
@@ -112,7 +176,10 @@ def run_plan(inp: PlanInputs, *, workers: int | None = None, backend: str = "loc
     for shape in shapes(inp):
         r = screen(shape, inp, lengths)
         (pruned if isinstance(r, Pruned) else screened).append(r)
-    screened.sort(key=lambda s: (s.estimate_usd_per_mtok, s.shape))
+    if inp.objective == "throughput":
+        screened.sort(key=lambda s: (-s.estimate_tps_per_gpu, s.shape))
+    else:
+        screened.sort(key=lambda s: (s.estimate_usd_per_mtok, s.shape))
     chosen, rest = screened[:inp.simulate_top], screened[inp.simulate_top:]
     jobs = [(s, inp, lengths) for s in chosen]
     used = backend
@@ -130,12 +197,14 @@ def run_plan(inp: PlanInputs, *, workers: int | None = None, backend: str = "loc
         results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
     cands = [r for r in results if isinstance(r, Candidate)]
     pruned += [r for r in results if isinstance(r, Pruned)]
+    cands += _disagg(cands, inp, lengths, workers or os.cpu_count() or 1)
     cands += [analytic_candidate(s, inp) for s in rest]
-    cands.sort(key=_rank_key)
+    cands.sort(key=_throughput_key if inp.objective == "throughput" else _rank_key)
     simulated = [c for c in cands if c.source == "simulated"]
     winner = cands[0] if cands and cands[0].meets_slo else None
     miss = None
     if winner is None and simulated:
         miss = min(simulated, key=lambda c: max(k.ratio for k in c.checks) if c.checks else math.inf)
     binding = (winner or miss).binding if (winner or miss) else None
-    return PlanResult(inp, lengths, tuple(cands), pareto_front(cands), tuple(pruned), binding, miss, used)
+    curves = _curves(cands, inp, workers or os.cpu_count() or 1) if inp.curves else ()
+    return PlanResult(inp, lengths, tuple(cands), pareto_front(cands), tuple(pruned), binding, miss, used, curves)

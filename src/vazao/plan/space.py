@@ -19,8 +19,22 @@ from vazao.errors import VazaoError
 from vazao.results import SLO
 
 DEFAULT_SLO = "ttft_p95=1s,tpot_p95=50ms"
+# cost: the cheapest deployment that carries the traffic within the SLO (vazao's question);
+# throughput: the most output tokens/s per GPU on gpu_count GPUs within the SLO (aiconfigurator's)
+OBJECTIVES = ("cost", "throughput")
 PARALLEL = (1, 2, 4, 8, 16, 32, 64)
 MAX_SHAPES = 20_000
+
+
+def slo_with_user_tps(slo: SLO, user_tps: float | None, *, slo_given: bool) -> SLO:
+    """`slo` with "at least `user_tps` output tokens/s per user" as tpot_mean ≤ 1 / user_tps (aiconfigurator's
+    tokens/s/user is the mean decode rate a user sees). With the default SLO, its TPOT term gives way."""
+    if user_tps is None:
+        return slo
+    tps = float(inputs.positive(user_tps, "tokens/s per user", maximum=1e5))
+    limits = {k: v for k, v in slo.limits.items() if slo_given or k.split("_", 1)[0] != "tpot"}
+    limits["tpot_mean"] = min(limits.get("tpot_mean", 1.0 / tps), 1.0 / tps)
+    return SLO(limits)
 
 
 @dataclass(frozen=True)
@@ -102,12 +116,24 @@ class PlanInputs:
     profile: str | None = None
     slo_is_default: bool = False
     gpu_prices: Mapping[str, float] = field(default_factory=dict)  # $/GPU-hour over the catalog's rental price
+    objective: str = "cost"  # see OBJECTIVES
+    gpu_count: int | None = None  # throughput: the GPUs every deployment uses (replicas × tp × pp)
+    curves: int = 0  # latency–throughput curves of the best this many simulated deployments (plan.curves)
+    disagg: bool = True  # also try the best colocated deployments as prefill and decode pools (evaluate.DISAGG_*)
 
     def __post_init__(self) -> None:
         for name in ("models", "gpus", "formats"):
             if not getattr(self, name):
                 raise VazaoError(f"plan: give at least one of {name}")
+        if self.objective not in OBJECTIVES:
+            raise VazaoError(f"plan objective {str(self.objective)[:40]!r}: one of {', '.join(OBJECTIVES)}")
+        if self.objective == "throughput" and self.gpu_count is None:
+            raise VazaoError("the throughput objective (the most tok/s per GPU) needs the GPU count to spread "
+                             "over (gpu_count)")
+        if self.gpu_count is not None:
+            inputs.number(self.gpu_count, "GPU count", minimum=1, maximum=4096, integer=True)
         inputs.number(self.max_gpus, "max GPUs", minimum=1, maximum=4096, integer=True)
+        inputs.number(self.curves, "curves", minimum=0, maximum=10, integer=True)
         inputs.number(self.requests, "simulated requests per candidate", minimum=20, maximum=100_000, integer=True)
         inputs.number(self.simulate_top, "candidates to simulate", minimum=1, maximum=10_000, integer=True)
         if self.quality_floor is not None:
@@ -119,7 +145,25 @@ class PlanInputs:
                 "formats": list(self.formats), "engines": list(self.engines), "kv_formats": list(self.kv_formats),
                 "max_gpus": self.max_gpus, "quality_floor": self.quality_floor, "requests": self.requests,
                 "simulate_top": self.simulate_top, "seed": self.seed, "profile": self.profile,
-                "gpu_prices": dict(self.gpu_prices)}
+                "gpu_prices": dict(self.gpu_prices), "objective": self.objective, "gpu_count": self.gpu_count,
+                "curves": self.curves, "disagg": self.disagg}
+
+    def check_workload(self) -> None:
+        """Refuse, before any work, an SLO term the workload cannot have: TPOT and ITL need answers of
+        more than one token."""
+        from vazao.workload import load_workload
+
+        w = load_workload(self.workload, seed=self.seed)
+        one_token = w.output.kind == "fixed" and w.output.value <= 1 or (w.output.max is not None and w.output.max <= 1)
+        bad = [k for k in self.slo.limits if k.split("_", 1)[0] in ("tpot", "itl")]
+        if one_token and bad:
+            raise VazaoError(f"SLO term {bad[0]}: workload {w.name} answers with one token, so it has no time per "
+                             "output token or inter-token latency; limit ttft or e2e instead")
+
+    @property
+    def gpu_budget(self) -> int:
+        """The most GPUs one deployment may use: the throughput objective's count, else max_gpus."""
+        return self.gpu_count if self.objective == "throughput" else self.max_gpus
 
 
 @dataclass(frozen=True, order=True)
@@ -157,18 +201,33 @@ def _engines_for(gpu: str, inp: PlanInputs) -> list[str]:
 def shapes(inp: PlanInputs) -> Iterator[Shape]:
     """Every (model, format, KV, accelerator, tp × pp, engine) the inputs allow, within max GPUs.
     llama.cpp splits a model over GPUs by layer (pp); the other engines by tensor parallelism."""
+    from vazao.catalog.local import resolve_accelerator
+
     n = 0
     for model in inp.models:
         for gpu in inp.gpus:
+            node = resolve_accelerator(gpu).gpus_per_node or 1
             for engine in _engines_for(gpu, inp):
                 for fmt in inp.formats:
                     for kv in inp.kv_formats or (None,):
                         for k in PARALLEL:
-                            if k > inp.max_gpus:
+                            if k > inp.gpu_budget:
                                 break
-                            tp, pp = (1, k) if engine == "llama.cpp" else (k, 1)
-                            n += 1
-                            if n > MAX_SHAPES:
-                                raise VazaoError(f"plan: over {MAX_SHAPES:,} deployment shapes; narrow the "
-                                                 "models, GPUs, formats or engines")
-                            yield Shape(model, fmt, kv, gpu, tp, pp, engine)
+                            for tp, pp in layouts(k, engine, node):
+                                n += 1
+                                if n > MAX_SHAPES:
+                                    raise VazaoError(f"plan: over {MAX_SHAPES:,} deployment shapes; narrow the "
+                                                     "models, GPUs, formats or engines")
+                                yield Shape(model, fmt, kv, gpu, tp, pp, engine)
+
+
+def layouts(gpus: int, engine: str, gpus_per_node: int) -> list[tuple[int, int]]:
+    """(tp, pp) ways to spread one replica over `gpus`. llama.cpp splits by layer (pp) only. The others
+    split each layer (tp); past one node also tp within the node and pp across nodes, where a stage
+    boundary crosses the network once instead of every layer's all-reduce (physics/step.py)."""
+    if engine == "llama.cpp":
+        return [(1, gpus)]
+    out = [(gpus, 1)]
+    if gpus > gpus_per_node and gpus % gpus_per_node == 0:
+        out.append((gpus_per_node, gpus // gpus_per_node))
+    return out

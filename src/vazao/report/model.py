@@ -50,6 +50,7 @@ class CurvePoint:
     ttft_p95_s: float | None
     tpot_p95_s: float | None
     source: Source
+    series: str = ""  # which deployment, where one chart draws several (a plan's top three)
 
 
 @dataclass(frozen=True)

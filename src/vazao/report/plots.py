@@ -86,11 +86,15 @@ def memory_chart(breakdowns: Sequence[MemoryBreakdown]):
 def _latency_panel(rows: list[dict], metric: str, limit: float | None):
     alt = altair()
     sel = [r for r in rows if r["metric"] == metric]
+    # one line per deployment where the points name several (a plan's top three), else per source
+    color = (alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=600))
+             if any(r["series"] for r in sel) else
+             alt.Color("source:N", scale=alt.Scale(domain=["predicted", "measured"])))
     base = alt.Chart(_data(sel)).mark_line(point=True).encode(
         x=alt.X("throughput:Q", title="output tokens/s"),
         y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title=f"{_SLO_LABELS.get(metric, metric)} (s)"),
-        color=alt.Color("source:N", scale=alt.Scale(domain=["predicted", "measured"])),
-        order="level:Q", tooltip=["source:N", "level:Q", alt.Tooltip("throughput:Q", format=",.0f"),
+        color=color, detail="series:N",
+        order="level:Q", tooltip=["series:N", "source:N", "level:Q", alt.Tooltip("throughput:Q", format=",.0f"),
                                   alt.Tooltip("seconds:Q", format=".4f")])
     if limit is None:
         return base.properties(width=WIDTH // 1.3, height=HEIGHT)
@@ -107,7 +111,7 @@ def curve_chart(points: Sequence[CurvePoint], slo_s: dict[str, float], axis: str
         for metric, value in (("ttft_p95", p.ttft_p95_s), ("tpot_p95", p.tpot_p95_s)):
             if value is not None and value > 0:
                 rows.append({"level": p.level, "throughput": p.throughput, "metric": metric,
-                             "seconds": value, "source": p.source})
+                             "seconds": value, "source": p.source, "series": p.series})
     panels = [_latency_panel(rows, m, slo_s.get(m)) for m in ("ttft_p95", "tpot_p95")]
     return alt.hconcat(*panels).properties(title=f"Latency against throughput ({axis} sweep)")
 

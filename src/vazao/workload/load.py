@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from vazao.errors import VazaoError
 from vazao.workload.readers import _check_trace, _read_lengths, _read_trace, _resolve
 from vazao.workload.schema import _ArrivalModel, _DelayModel, _DistModel, _WorkloadModel
 from vazao.workload.types import (
+    MAX_TOKENS,
     MAX_WORKLOAD_BYTES,
     Arrival,
     Conversation,
@@ -23,6 +25,8 @@ from vazao.workload.types import (
     Prefix,
     Workload,
 )
+
+FIXED = re.compile(r"fixed:([0-9]{1,9})/([0-9]{1,9})")
 
 
 def _dist(m: _DistModel | int, base: Path | None, where: str) -> Dist:
@@ -129,11 +133,23 @@ def builtin_workloads() -> list[str]:
 def load_workload(spec: str, *, requests: int | None = None, rate: float | None = None,
                   concurrency: int | None = None, seed: int | None = None,
                   duration_s: float | None = None) -> Workload:
-    """A built-in name (chat, rag, batch, agent, summarize, support) or a YAML path, with overrides."""
+    """A built-in name (chat, rag, batch, agent, summarize, support), `fixed:IN/OUT` (every request IN
+    prompt and OUT answer tokens, Poisson 1/s, 400 requests: the shape benchmarks such as aiconfigurator's
+    quote as ISL/OSL) or a YAML path, with overrides."""
     if not isinstance(spec, str) or not spec.strip():
         raise VazaoError("workload: give a built-in name or a YAML file")
     if len(spec) > 4096:
         raise VazaoError(f"workload {spec[:40]!r}… is {len(spec):,} characters: neither a built-in name nor a path")
+    fixed = FIXED.fullmatch(spec.strip())
+    if fixed:
+        n_in, n_out = (int(inputs.number(x, f"workload {spec.strip()}: {what} tokens", minimum=1,
+                                         maximum=MAX_TOKENS, integer=True))
+                       for x, what in zip(fixed.groups(), ("prompt", "output"), strict=True))
+        w = workload_from_dict({"arrival": {"kind": "poisson", "rate": 1}, "prompt": n_in, "output": n_out,
+                                "requests": 400, "seed": 1}, name=f"fixed:{n_in}/{n_out}",
+                               where=f"workload fixed:{n_in}/{n_out}")
+        return w.with_overrides(requests=requests, rate=rate, concurrency=concurrency, seed=seed,
+                                duration_s=duration_s)
     path = Path(spec).expanduser()
     if path.suffix in (".yaml", ".yml") or _exists(path) or "/" in spec:
         what = "workload file"
