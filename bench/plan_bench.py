@@ -17,7 +17,7 @@ def _winner(r) -> dict | None:
         return None
     return {"deployment": w.shape.label(), "layout": w.layout(), "replicas": w.replicas, "tp": w.shape.tp,
             "gpus": w.count, "tokens_per_s_per_gpu": w.tokens_per_s_per_gpu,
-            "max_batch": w.max_batch, "usd_per_mtok": w.usd_per_mtok, "usd_per_month": w.usd_per_month,
+            "max_batch": w.max_batch, "usd_per_mtok": float(w.usd_per_mtok), "usd_per_month": float(w.usd_per_month),
             "binding": r.binding_constraint,
             "p95_s": {k.key: k.value for k in w.checks}}
 
@@ -53,5 +53,5 @@ def run() -> dict:
             "winner": _winner(r),
             "top": [{"deployment": c.shape.label(), "layout": c.layout(), "max_batch": c.max_batch,
                      "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu, "tokens_per_s_per_user": c.tokens_per_s_per_user,
-                     "usd_per_month": c.usd_per_month, "meets_slo": c.meets_slo} for c in r.candidates[:8]]}
+                     "usd_per_month": float(c.usd_per_month), "meets_slo": c.meets_slo} for c in r.candidates[:8]]}
     return out

@@ -9,6 +9,7 @@ bandwidth but a prefill-heavy workload gains no compute, while on an H100 it doe
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from typer.testing import CliRunner
@@ -56,13 +57,13 @@ def test_ranked_best_first_and_the_front_is_not_dominated():
     # the winner's cost is its GPUs' rent over the tokens the offered traffic asks for (4 req/s × the
     # mean answer), not over the simulated run's throughput (which counts its ramp and drain)
     w = r.winner
-    assert w.usd_per_month == pytest.approx(w.usd_per_hour * 730)
+    assert isinstance(w.usd_per_month, Decimal) and w.usd_per_month == w.usd_per_hour * 730  # exact (cost.money)
     from vazao.cost.capacity import demand_of
     from vazao.workload import load_workload
 
     d = demand_of(load_workload("chat", seed=0))
     offered = 4 * d.requests_per_session * d.output_tokens
-    assert w.usd_per_mtok == pytest.approx(w.usd_per_hour / (offered * 3600) * 1e6)
+    assert float(w.usd_per_mtok) == pytest.approx(float(w.usd_per_hour) / (offered * 3600) * 1e6)
     assert r.binding_constraint in ("ttft_p95", "tpot_p95")
 
 

@@ -17,6 +17,7 @@ import yaml
 
 from vazao.catalog.engine_flags import check_command
 from vazao.catalog.local import resolve_accelerator
+from vazao.cost.money import to_decimal
 from vazao.plan import PlanInputs, Traffic, run_plan
 from vazao.plan.artefacts import IMAGES, artefacts
 from vazao.plan.emit import disagg_launch
@@ -45,8 +46,8 @@ def test_the_plan_tries_prefill_decode_splits_and_judges_them_whole(planned):
         p, d = c.disagg
         assert c.replicas == p + d and c.count == (p + d) * c.shape.gpus_per_replica
         assert c.source == "simulated" and "disaggregated" in c.detail
-        price = resolve_accelerator("h100-sxm").usd_per_hour
-        assert c.usd_per_month == pytest.approx(price * c.count * 730)  # every GPU of both pools, 730 h a month
+        price = to_decimal(resolve_accelerator("h100-sxm").usd_per_hour)
+        assert c.usd_per_month == price * c.count * 730  # every GPU of both pools, 730 h a month (cost.money)
     # the ranking holds them to the same rule as the colocated ones: the cheapest month that meets comes first
     met = [c for c in r.candidates if c.meets_slo]
     assert all(r.winner.usd_per_month <= c.usd_per_month for c in met)

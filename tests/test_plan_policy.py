@@ -109,6 +109,12 @@ def test_plan_and_cost_selfhost_agree_on_the_winner(planned):
     offered = inp.traffic.rate * per_session  # requests/s (a support session is 8 of them)
     assert offered / w.replicas <= cap * 1.05, (w.shape.label(), offered, w.replicas, cap)
     assert w.replicas == 1 or offered / (w.replicas - 1) >= cap * 0.95
+    # and on money: the same Decimal $/h as `cost selfhost` charges for those GPUs (cost.money, cost.rates)
+    from vazao.cost.rates import gpu_rate
+
+    price = inp.gpu_prices.get(dep.accelerator.id)
+    rate, _ = gpu_rate(dep.accelerator, None if price is None else str(price))
+    assert w.usd_per_hour == rate * w.count and w.usd_per_month == w.usd_per_hour * 730
 
 
 def test_the_batch_cap_holds_tpot_at_saturation(planned):

@@ -8,12 +8,8 @@ from decimal import Decimal
 
 from vazao import limits
 from vazao.catalog.prices import money
+from vazao.cost.money import to_decimal  # noqa: F401  (re-exported: the one conversion)
 from vazao.errors import VazaoError
-
-
-def to_decimal(x: float) -> Decimal:
-    """A physical estimate (float) entering money arithmetic: its shortest exact decimal text."""
-    return Decimal(repr(float(x)))
 
 
 def given_rate(usd_per_hour: Decimal | str, what: str = "usd_per_hour") -> Decimal:

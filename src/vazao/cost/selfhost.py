@@ -21,6 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
 from vazao.catalog.prices import share_str, usd_str
+from vazao.cost.money import MICRO
 from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
 from vazao.errors import VazaoError
 from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from vazao.physics.deployment import Deployment
     from vazao.workload import Workload
 
-MICRO = Decimal("0.000001")
 SOURCES = ("simulated", "measured", "analytic")
 
 
@@ -136,10 +136,9 @@ class SelfHostCost:
 
 
 def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:
-    if tokens_per_s <= 0:
-        return None
-    per_hour = to_decimal(tokens_per_s) * 3600 * util
-    return (usd_per_hour / per_hour * 1_000_000).quantize(MICRO, rounding=ROUND_HALF_UP)
+    from vazao.cost.money import usd_per_mtok
+
+    return usd_per_mtok(usd_per_hour, tokens_per_s, util)
 
 
 def parse_utilisation(value: Decimal | str, what: str = "utilisation") -> Decimal:

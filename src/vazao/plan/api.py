@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vazao.cost.money import HOURS_PER_MONTH
+from vazao.cost.money import HOURS_PER_MONTH, to_decimal, usd_per_month
 from vazao.plan.evaluate import Candidate
 
 
@@ -47,11 +47,13 @@ def api_bill_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl:
 
 
 def compare(c: Candidate, requests_per_s: float, price_id: str, api_per_request: float) -> ApiComparison:
-    month_s = HOURS_PER_MONTH * 3600
-    self_per_request = c.usd_per_hour / (requests_per_s * 3600)
+    """The money in cost.money's Decimal, reported as floats (the plan JSON's numbers)."""
+    rps = to_decimal(requests_per_s)
+    api = to_decimal(api_per_request)
+    self_per_request = c.usd_per_hour / (rps * 3600)
     return ApiComparison(
-        price_id=price_id, api_usd_per_request=api_per_request,
-        api_usd_per_month=api_per_request * requests_per_s * month_s,
-        selfhost_usd_per_request=self_per_request, selfhost_usd_per_month=c.usd_per_month,
-        breakeven_requests_per_s=c.usd_per_hour / (api_per_request * 3600),
-        cheaper="self-hosted" if self_per_request < api_per_request else "api")
+        price_id=price_id, api_usd_per_request=float(api),
+        api_usd_per_month=float(api * rps * 3600 * HOURS_PER_MONTH),
+        selfhost_usd_per_request=float(self_per_request), selfhost_usd_per_month=float(usd_per_month(c.usd_per_hour)),
+        breakeven_requests_per_s=float(c.usd_per_hour / (api * 3600)),
+        cheaper="self-hosted" if self_per_request < api else "api")

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cache
 
 from vazao.cost.capacity import Check, slo_checks
-from vazao.cost.money import HOURS_PER_MONTH
+from vazao.cost.money import MICRO, to_decimal, usd_per_month
 from vazao.errors import VazaoError
 from vazao.plan.space import Lengths, PlanInputs, Shape, Traffic
 
@@ -33,9 +34,10 @@ class Candidate:
     kv_format: str
     replicas: int
     max_batch: int
-    usd_per_hour: float | None  # None: no rental price for this accelerator (give one in the inputs)
-    usd_per_mtok: float | None
-    usd_per_month: float | None
+    # money in Decimal, by cost.money (the one policy `vazao cost` uses too)
+    usd_per_hour: Decimal | None  # None: no rental price for this accelerator (give one in the inputs)
+    usd_per_mtok: Decimal | None
+    usd_per_month: Decimal | None
     meets_slo: bool
     marginal: bool
     source: str  # simulated | analytic
@@ -136,7 +138,7 @@ class Screen:
     kv_format: str
     replicas: int
     batch: int
-    usd_per_hour_per_gpu: float | None  # None: the catalog has no rental price (owned hardware)
+    usd_per_hour_per_gpu: Decimal | None  # None: the catalog has no rental price (owned hardware)
     estimate_usd_per_mtok: float
     quality: float | None
     quality_source: str
@@ -156,6 +158,7 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     except VazaoError as exc:
         return Pruned(shape, "refused", str(exc))
     price = inp.gpu_prices.get(dep.accelerator.id, dep.accelerator.usd_per_hour)  # None: owned, unpriced
+    price = None if price is None else to_decimal(price)
     # the engine is set to hold the workload's longest request (vLLM refuses to start when its KV cache
     # cannot hold one max_model_len sequence; a llama.cpp slot reserves all of it)
     context = lengths.context(dep.model.max_context)
@@ -208,7 +211,7 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
                                      f"{inp.max_gpus} allowed")
     replicas = min(replicas, inp.max_gpus // shape.gpus_per_replica)
     gpus = replicas * shape.gpus_per_replica
-    est = gpus * price / (served_out * 3600) * 1e6 if price is not None else math.inf
+    est = gpus * float(price) / (served_out * 3600) * 1e6 if price is not None else math.inf  # a ranking estimate
     return Screen(shape, dep.kv_format.name, replicas, batch, price, est, quality, qsource, context,
                   point.output_tokens_per_s / shape.gpus_per_replica, rate)
 
@@ -222,7 +225,7 @@ def _throughput_screen(shape: Shape, inp: PlanInputs, dep, point, price: float |
         return Pruned(shape, "GPUs", f"{inp.gpu_count} GPUs do not split into replicas of {per}")
     replicas = inp.gpu_count // per
     tps_gpu = point.output_tokens_per_s / per
-    est = inp.gpu_count * price / (replicas * point.output_tokens_per_s * 3600) * 1e6 if price is not None \
+    est = inp.gpu_count * float(price) / (replicas * point.output_tokens_per_s * 3600) * 1e6 if price is not None \
         else math.inf
     return Screen(shape, dep.kv_format.name, replicas, point.batch, price, est, quality[0], quality[1], context,
                   tps_gpu, rate)
@@ -286,14 +289,15 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         shape=s.shape, kv_format=s.kv_format, replicas=replicas, max_batch=s.batch,
         usd_per_hour=usd_h,
         usd_per_mtok=_offered_usd_per_mtok(usd_h, inp, lengths, result.summary.output_tokens_per_s * replicas),
-        usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+        usd_per_month=usd_per_month(usd_h) if usd_h is not None else None,
         meets_slo=meets, marginal=marginal, source="simulated",
         checks=checks, bands=bands, summary=result.summary, quality=s.quality, quality_source=s.quality_source,
         detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
                                      "preemptions") if x), context=s.context)
 
 
-def _offered_usd_per_mtok(usd_h: float | None, inp: PlanInputs, lengths: Lengths, simulated_out: float) -> float | None:
+def _offered_usd_per_mtok(usd_h: Decimal | None, inp: PlanInputs, lengths: Lengths,
+                          simulated_out: float) -> Decimal | None:
     """$/Mtok at the offered traffic (an open loop's rate × the mean answer), not at the simulated run's
     throughput, which counts the run's ramp and drain; a closed loop has no offered rate: its run's."""
     from vazao.cost.money import usd_per_mtok
@@ -306,7 +310,7 @@ def _offered_usd_per_mtok(usd_h: float | None, inp: PlanInputs, lengths: Lengths
     return usd_per_mtok(usd_h, out)
 
 
-def _usd_h(s: Screen, replicas: int) -> float | None:
+def _usd_h(s: Screen, replicas: int) -> Decimal | None:
     p = s.usd_per_hour_per_gpu
     return None if p is None else replicas * s.shape.gpus_per_replica * p
 
@@ -314,9 +318,10 @@ def _usd_h(s: Screen, replicas: int) -> float | None:
 def analytic_candidate(s: Screen, inp: PlanInputs) -> Candidate:
     """A screened shape the search did not simulate: its closed-form figures, marked as such."""
     usd_h = _usd_h(s, s.replicas)
+    est = to_decimal(s.estimate_usd_per_mtok).quantize(MICRO) if usd_h is not None else None
     return Candidate(shape=s.shape, kv_format=s.kv_format, replicas=s.replicas, max_batch=s.batch,
-                     usd_per_hour=usd_h, usd_per_mtok=s.estimate_usd_per_mtok if usd_h is not None else None,
-                     usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+                     usd_per_hour=usd_h, usd_per_mtok=est,
+                     usd_per_month=usd_per_month(usd_h) if usd_h is not None else None,
                      meets_slo=False, marginal=False, source="analytic", checks=(), quality=s.quality,
                      quality_source=s.quality_source,
                      detail="not simulated: ranked below the simulated shapes by the closed-form estimate",
@@ -343,7 +348,7 @@ def simulate_throughput(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candida
     if found is None:
         return Candidate(
             shape=s.shape, kv_format=s.kv_format, replicas=s.replicas, max_batch=s.batch, usd_per_hour=usd_h,
-            usd_per_mtok=None, usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+            usd_per_mtok=None, usd_per_month=usd_per_month(usd_h) if usd_h is not None else None,
             meets_slo=False, marginal=False, source="simulated", checks=run.checks, bands=dict(run.bands),
             summary=run.summary, quality=s.quality, quality_source=s.quality_source,
             detail="; ".join(x for x in (note, f"misses the SLO even at {run.rate:.3g} arrivals/s a replica")
@@ -354,7 +359,7 @@ def simulate_throughput(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candida
     return Candidate(
         shape=s.shape, kv_format=s.kv_format, replicas=s.replicas, max_batch=s.batch, usd_per_hour=usd_h,
         usd_per_mtok=usd_per_mtok(usd_h, out) if usd_h is not None else None,
-        usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None,
+        usd_per_month=usd_per_month(usd_h) if usd_h is not None else None,
         meets_slo=True, marginal=False, source="simulated", checks=found.checks, bands=dict(found.bands),
         summary=found.summary, quality=s.quality, quality_source=s.quality_source,
         detail="; ".join(x for x in (note, f"capacity {rps:.3g} req/s ({found.rate:.3g} arrivals/s a replica, "
@@ -436,7 +441,7 @@ def simulate_disagg(c: Candidate, split: tuple[int, int], inp: PlanInputs, lengt
     return dataclasses.replace(
         c, replicas=n, max_batch=batch, usd_per_hour=usd_h,
         usd_per_mtok=_offered_usd_per_mtok(usd_h, inp, lengths, result.summary.output_tokens_per_s),
-        usd_per_month=usd_h * HOURS_PER_MONTH if usd_h is not None else None, meets_slo=meets,
+        usd_per_month=usd_per_month(usd_h) if usd_h is not None else None, meets_slo=meets,
         marginal=not meets and all(k.met_by_value for k in checks), checks=checks, bands=bands,
         summary=result.summary, disagg=split,
         detail="; ".join(x for x in (note, f"disaggregated: {p} prefill + {dd} decode replicas, each prompt's KV "

@@ -25,12 +25,18 @@ def catalog_versions() -> dict:
     return out
 
 
+def _num(x) -> float | None:
+    return None if x is None else float(x)
+
+
 def candidate_json(c: Candidate, command: str | None = None) -> dict:
     s = c.shape
     return {
         "model": s.model, "format": s.fmt, "kv_format": c.kv_format, "gpu": s.gpu, "count": c.count,
         "replicas": c.replicas, "tp": s.tp, "pp": s.pp, "engine": s.engine, "max_batch": c.max_batch,
-        "usd_per_hour": c.usd_per_hour, "usd_per_mtok": c.usd_per_mtok, "usd_per_month": c.usd_per_month,
+        # JSON numbers (issue 12's schema); the amounts are exact Decimals inside (cost.money)
+        "usd_per_hour": _num(c.usd_per_hour), "usd_per_mtok": _num(c.usd_per_mtok),
+        "usd_per_month": _num(c.usd_per_month),
         "meets_slo": c.meets_slo, "marginal": c.marginal, "source": c.source,
         "summary": c.summary.to_json() if c.summary is not None else None,
         "checks": [k.to_json() for k in c.checks], "binding": c.binding,
