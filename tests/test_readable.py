@@ -128,3 +128,24 @@ def test_compare_table_keeps_variant_names_and_numbers_whole(variants, columns):
         cells = row[len(v["name"]):].split()
         req_s = v["summary"]["request_throughput_per_s"]
         assert float(cells[0]) == pytest.approx(req_s, rel=0.01)
+
+
+PLAN = ["plan", "-m", "llama-3.1-8b,llama-3.1-70b", "-g", "rtx-4090,h100-sxm", "-f", "bf16,fp8", "-e", "vllm,trtllm",
+        "--traffic", "10/s", "--requests", "100", "--simulate-top", "8", "--workers", "1", "--no-disagg"]
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_plan_reads_whole(columns):
+    # Issue 20: the plan's table at 100 and 80 columns: ids, GPUs, the SLO figures and the status whole; the
+    # columns a narrow terminal leaves out are named. The 80% band sits in its own column beside its figure.
+    lines = table(PLAN, columns)
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    header = lines[start]
+    assert {"model", "GPUs", "ttft", "tpot", "status"} <= set(header.split())
+    body = lines[start + 2:]  # past the header's rule
+    rows = [line.split() for line in body[:next(i for i, line in enumerate(body) if not line[:3].strip().isdigit())]]
+    assert rows and all(r[1] in ("llama-3.1-8b", "llama-3.1-70b") for r in rows)
+    if columns == 100:
+        assert "engine" in header and "band" in header  # trtllm is calibrated: its band is shown
+    else:
+        assert any("not shown at 80 columns" in line for line in lines)
