@@ -6,8 +6,10 @@ used by `vazao plan` and `vazao cost selfhost`/`breakeven` alike.
    sequence's successor is prefilled inside the running batch's steps) and whose TTFT (own prefill
    plus one step, no queue) holds the TTFT limits: estimate.slo_batch at the workload's mean lengths, with
    only the shared prefix counted as cached. A conversation's history is cached only while its blocks
-   survive the user's think time, and at the saturation the cap must hold it does not (support on 2× L40S:
-   96% hits at its own rate, 92% at three times it, and the steps that carry the misses ran TPOT 8% over).
+   survive the user's think time, and at saturation it may not be (support on 2× L40S: 96% hits at its
+   own rate, 92% at three times it, and with the history counted the cap ran TPOT 8% over): the larger
+   batch the history allows (or, failing it, the one halfway) is taken only where a simulation at three
+   times the rate holds the limits with it (held_cap).
 2. A run is judged at steady state: an open loop leaves its first tenth out (it starts from an empty
    engine), a closed loop its first `concurrency` requests (every user sends at t = 0, a burst no
    steady state has) and runs at least 10 requests per user.
@@ -64,6 +66,54 @@ def sequence_limit(dep, prompt_tokens: int, output_tokens: int, context: int) ->
     per_seq = context if dep.engine.kv_layout == "reserved" else prompt_tokens + output_tokens
     f = fit(dep, max(1, per_seq))
     return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.seq_ceiling)
+
+
+SATURATION = 3.0  # the saturation check's arrival rate, over the rate a replica is sized for
+
+
+def saturation_holds(dep, workload: Workload, limits: Mapping[str, float], batch: int, rate: float,
+                     context: int | None = None, simulate: Callable | None = None) -> bool:
+    """Whether `batch` sequences hold the TPOT/ITL limits when the engine never runs short of work: arrivals at
+    SATURATION × `rate` (the queue never empties, every step full, each carrying the prompts the engine mixes
+    in), the mean TPOT over the steady part within the tightest TPOT/ITL limit. What a cap has to hold."""
+    from vazao.sim.config import SimConfig
+
+    terms = [v for k, v in limits.items() if k.split("_", 1)[0] in ("tpot", "itl")]
+    if not terms:
+        return True
+    if simulate is None:
+        from vazao.sim.run import simulate
+    # as long as a steady-state judgement at that rate: a conversation's cached history is evicted only once
+    # sessions have come back after their think time, so a short run would not see the misses
+    w = steady_workload(workload, requests=max(400, 4 * batch), rate=rate * SATURATION, limits=limits)
+    res = simulate(dep, w, SimConfig.from_engine(dep.engine, max_num_seqs=batch, max_context=context))
+    tpot = res.summary.tpot_s.mean
+    return tpot is not None and tpot <= min(terms)
+
+
+def held_cap(dep, workload: Workload, limits: Mapping[str, float], d: Demand, cap: int, context: int | None,
+             simulate: Callable | None = None):
+    """Step 1's cap for this workload: the steady point with only the shared prefix cached (what stays cached
+    however full the engine runs); where a conversation's history would allow a larger batch if it stayed
+    cached, that larger batch when it holds the limits at saturation (saturation_holds), else the smaller.
+    None when even batch 1 misses a limit."""
+    prompt, out = max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens))
+    caching = dep.engine.prefix_caching
+    low = batch_cap(dep, prompt, out, limits, cap, round(d.shared_tokens) if caching else 0)
+    if low is None or not caching or d.cached_tokens <= d.shared_tokens:
+        return low
+    high = batch_cap(dep, prompt, out, limits, cap, round(d.cached_tokens))
+    if high is None or high.batch <= low.batch:
+        return low
+    rate = high.output_tokens_per_s / out / d.requests_per_session
+    if saturation_holds(dep, workload, limits, high.batch, rate, context, simulate):
+        return high
+    # one probe between the two: the history kept for part of the batch may still allow more than the prefix alone
+    mid = batch_cap(dep, prompt, out, limits, (low.batch + high.batch) // 2, round(d.cached_tokens))
+    if mid is not None and mid.batch > low.batch and saturation_holds(dep, workload, limits, mid.batch, rate,
+                                                                      context, simulate):
+        return mid
+    return low
 
 
 @dataclass(frozen=True)

@@ -308,15 +308,15 @@ JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests
 
 
 def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None) -> Throughput:
-    from vazao.cost.capacity import batch_cap, demand_of, sequence_limit, slo_rate
+    from vazao.cost.capacity import demand_of, held_cap, sequence_limit, slo_rate
     from vazao.workload import context_for
 
     d = demand_of(workload)  # the plan's own figures (plan.evaluate reads the same)
     per_session = d.requests_per_session
     mean_in, mean_out = max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens))
-    cached = round(d.shared_tokens) if dep.engine.prefix_caching else 0  # as cost.capacity caps the batch
     context = context_for(workload, dep.model.max_context)  # what --max-model-len / a slot is set to
-    point = batch_cap(dep, mean_in, mean_out, slo.limits, sequence_limit(dep, mean_in, mean_out, context), cached)
+    point = held_cap(dep, workload, slo.limits, d, sequence_limit(dep, mean_in, mean_out, context), context,
+                     simulate)
     if point is None:
         return Throughput(0.0, 0.0, 0.0, "simulated", f"simulated {workload.name}: the SLO is missed even at "
                           "batch 1 (analytic steady point)", None, 0)

@@ -253,10 +253,25 @@ def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
     return result, checks, bands, w
 
 
+def _held(s: Screen, dep, inp: PlanInputs) -> Screen:
+    """The screen's cap (only the shared prefix cached), or the larger one a conversation's history allows
+    where it holds at saturation: cost.capacity.held_cap, as `vazao cost selfhost` picks it."""
+    from vazao.cost.capacity import held_cap, sequence_limit
+    from vazao.workload import load_workload
+
+    d = _demand(inp.workload, inp.seed)
+    if not dep.engine.prefix_caching or d.cached_tokens <= d.shared_tokens:
+        return s
+    cap = sequence_limit(dep, max(1, round(d.prompt_tokens)), max(1, round(d.output_tokens)), s.context)
+    point = held_cap(dep, load_workload(inp.workload, seed=inp.seed), inp.slo.limits, d, cap, s.context or None)
+    return s if point is None or point.batch <= s.batch else dataclasses.replace(s, batch=point.batch)
+
+
 def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate | Pruned:
     """Step 3 of the module docstring: the fewest replicas (from the estimate, up or down) whose
     steady-state simulation meets every limit (by the band's edge where there is a band)."""
     dep = _deployment(s.shape, inp.profile)
+    s = _held(s, dep, inp)
     top = inp.max_gpus // s.shape.gpus_per_replica
     runs: dict[int, tuple] = {}
 
