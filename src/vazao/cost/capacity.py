@@ -238,6 +238,7 @@ class Judged:
     bands: Mapping[str, tuple] = field(default_factory=dict)
     peak_running: int = 0
     preemptions: int = 0
+    cache_hit_share: float | None = None  # prompt tokens the prefix cache served in the run
 
     def describe(self) -> str:
         return (f"steady state: {self.requests - self.warmup:,} requests judged, the first {self.warmup:,} left out "
@@ -257,7 +258,8 @@ def judge(dep, workload: Workload, slo: SLO, rate: float, batch: int, requests: 
     res = simulate(dep, w, cfg, slo=slo)
     checks, bands = slo_checks(dep, res.summary, slo)
     return Judged(rate, batch, w.requests, w.warmup, res.summary, all(c.met for c in checks), checks, bands,
-                  getattr(res, "peak_running", 0), getattr(res, "preemptions", 0))
+                  getattr(res, "peak_running", 0), getattr(res, "preemptions", 0),
+                  getattr(res, "cache_hit_share", None))
 
 
 def slo_rate(dep, workload: Workload, slo: SLO, batch: int, start: float, requests: int,

@@ -330,7 +330,11 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
     detail = (f"simulated {workload.name}, Poisson {found.rate:.3g} arrivals/s ({rps:.3g} req/s), the highest "
               f"that meets {', '.join(slo.limits)} (cost.capacity: batch capped at {point.batch}; "
               f"{found.describe()}): p95 TTFT {s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms")
-    return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, point.input_time_share, point.batch)
+    # the prefill share of GPU time at the run's own prefix-cache hits (the cap assumed fewer; the run had them)
+    hit = found.cache_hit_share if found.cache_hit_share is not None else 0.0
+    cached = round(mean_in * hit) if dep.engine.prefix_caching else 0
+    share = steady_point(dep, mean_in, mean_out, point.batch, cached).input_time_share
+    return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, share, point.batch)
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
