@@ -65,16 +65,21 @@ class OutputExists(VazaoError):
         super().__init__(f"{what} {shown} exists; refusing to overwrite it (force=False)")
 
 
+def _stat_for_write(path: Path | str, what: str) -> tuple[Path, os.stat_result | None]:
+    """The path and its stat (None: nothing there yet); any other failure to look is one line."""
+    p = Path(path)
+    try:
+        return p, p.stat()
+    except FileNotFoundError:
+        return p, None
+    except OSError as exc:
+        raise VazaoError(f"{what} {_show(p)} cannot be written: {exc.strerror or exc}") from None
+
+
 def output_folder(path: Path | str, what: str = "output folder", *, force: bool = False) -> Path:
     """A folder a user named to be written into, checked before any work: a new one (its parent exists and
     is writable), an empty one, or (force) one with files in it, whose files of the same names are replaced."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise VazaoError(f"{what} {_show(p)} cannot be written: {exc.strerror or exc}") from None
+    p, st = _stat_for_write(path, what)
     if st is None:
         parent = p.parent if str(p.parent) else Path(".")
         if not parent.is_dir():
@@ -94,13 +99,7 @@ def output_folder(path: Path | str, what: str = "output folder", *, force: bool 
 def output_file(path: Path | str, what: str = "output file", *, force: bool = True) -> Path:
     """A path a user named to be written, checked before any work: its folder exists and is a
     folder, it is not itself a folder, and (unless force) it does not already exist."""
-    p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise VazaoError(f"{what} {_show(p)} cannot be written: {exc.strerror or exc}") from None
+    p, st = _stat_for_write(path, what)
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise VazaoError(f"{what} {_show(p)} is a folder; name a file")
