@@ -1,15 +1,18 @@
-"""One deployment shape against the traffic and the SLO: pruned, estimated, then simulated.
+"""One deployment shape against the traffic and the SLO: pruned, estimated, then simulated (docs/plan.md).
 
-1. Prune (cheap, analytic): the format or engine is refused on that silicon, the weights and one
-   request's KV do not fit, one request alone already misses a TTFT or TPOT limit, no rental price.
-2. Estimate: the largest batch whose decode step meets the TPOT limit, and the request rate one
-   replica carries at it with every prompt's prefill taking its turn on the GPU:
-       rate = 1 / (prefill_s + output_tokens × step_s(b) / b)
-   → the replicas the traffic needs, and a first $/Mtok to rank shapes by.
+1. Prune (cheap, analytic): the format or engine is refused on that silicon, the weights and one request
+   of the workload's longest length do not fit, one request alone already misses a TTFT or TPOT limit,
+   more GPUs than allowed even at an upper bound on a replica's rate, a quality below (or unknown under)
+   the floor.
+2. Estimate: the batch cap of the one capacity policy (cost.capacity: the steady point that holds the
+   latency limits with the prefill mixed into each step) and the rate one replica carries at it → the
+   replicas the traffic needs and a first $/Mtok to rank shapes by; the throughput objective ranks by
+   tok/s per GPU instead.
 3. Simulate (the chosen few): one replica at its share of the traffic (a Poisson stream split over r
-   replicas is r Poisson streams); more replicas while a limit is missed. A limit is met when the
-   pessimistic edge of the prediction's 80% band is within it; met by the prediction but not by the
-   band's edge is `marginal`; an uncalibrated profile has no band, and says so."""
+   replicas is r Poisson streams), judged at steady state; the fewest replicas that meet every limit, or
+   (throughput objective) the highest rate that does; SGLang's best as prefill/decode splits. A limit is met
+   when the pessimistic edge of the prediction's 80% band is within it; met by the prediction but not by
+   the band's edge is `marginal`; an uncalibrated profile has no band, and says so. Money is cost.money's."""
 
 from __future__ import annotations
 
