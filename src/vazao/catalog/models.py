@@ -84,9 +84,11 @@ def _strip_org(name: str) -> str:
 
 
 # Release tags that name a fine-tune or a packaging of the same architecture. Whole tags only,
-# tried longest first, and only after the name as given found nothing.
+# tried longest first, and only after the name as given found nothing. A dated re-release (-2507,
+# -0528, -20240307: four, six or eight digits) is the same architecture too.
 _TAGS = ("instruct-2507", "thinking-2507", "instruct", "chat", "hf", "it", "base", "v0.1")
-_TAG_RE = re.compile(r"-(?:" + "|".join(re.escape(t) for t in _TAGS) + r")(?=-|$)")
+_DATE = r"\d{8}|\d{6}|\d{4}"
+_TAG_RE = re.compile(r"-(?:" + "|".join(re.escape(t) for t in _TAGS) + "|" + _DATE + r")(?=-|$)")
 
 
 def _candidates(name: str) -> list[str]:

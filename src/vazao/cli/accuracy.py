@@ -34,13 +34,14 @@ def _family(engine: str) -> str:
 
 
 def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: str, kv: str, count: int, tp: int,
-              pp: int):
-    """Rows from a measurements CSV, or from `vazao bench` results served by the deployment named."""
+              pp: int, strict: bool = False):
+    """Rows from a measurements CSV, or from `vazao bench` results served by the deployment named. strict: a CSV
+    row that needs a reading it does not state is refused (with that reading) instead of read."""
     from vazao.validate import read_rows
     from vazao.validate.runs import RunDeployment, read_runs, run_files
 
     if path.is_file() and path.suffix.lower() == ".csv":
-        return read_rows(path)
+        return read_rows(path, strict=strict)
     files = run_files(path)
     if gpu is None:
         raise VazaoError(f"{path}: bench runs do not say what served them; give --gpu (and --model, --format, "
@@ -76,12 +77,17 @@ def validate_cmd(
     count: int = RUN_COUNT, tp: int = RUN_TP, pp: int = RUN_PP,
     workers: int | None = typer.Option(None, "--workers", help="Processes (default: every core)."),
     worst: int = typer.Option(10, "--worst", help="Worst rows to list."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse a row that needs a reading it does not state "
+                                                        "('~500', 'FP8?', an empty tp, 'gemm=fp8 moe=fp8', ...) "
+                                                        "instead of reading it and naming the assumption."),
     plot: Path | None = PLOT,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Predict every row under its stated conditions and report the errors by metric, engine, GPU
     generation, model family and regime, with the coverage and why each skipped row was skipped.
+    A messy row is read as a careful person would read it, each assumption named on the row (`assumed`
+    in --json, a count in the summary); --strict refuses such rows instead.
     --plot draws predicted against measured on log axes, with the band."""
     from vazao.report.validate_console import render_validation
     from vazao.validate import predict_rows, summarize
@@ -95,7 +101,7 @@ def validate_cmd(
     if not is_csv and fam is None:
         raise VazaoError(f"{measurements}: bench runs do not say which engine served them; give --engine")
     rows, problems = _measured(measurements, fam or "", gpu=gpu, model=model, fmt=fmt, kv=kv, count=count, tp=tp,
-                               pp=pp)
+                               pp=pp, strict=strict)
     if fam:
         rows = [r for r in rows if r.family == fam]
     from vazao.report.progress import progress_bar
@@ -107,11 +113,25 @@ def validate_cmd(
         emit_json(rep.to_json())
     else:
         render_validation(console, rep, worst)
+        _print_assumed(rep)
     if plot is not None:
         from vazao.cli.app import _clean
         from vazao.report.reports import validation_report
 
         write_plot(validation_report(_clean(rep.to_json())), plot, json_out=json_out, quiet=quiet)
+
+
+def _print_assumed(rep) -> None:
+    """The summary line of the assumptions taken, with the most frequent ones."""
+    notes = rep.assumptions()
+    if not notes:
+        return
+    console.print(f"[bold]{rep.assumed_rows:,} of {len(rep.results):,} rows read with assumptions[/] they do not "
+                  "state (--json lists each row's `assumed`; --strict refuses them):", highlight=False)
+    for note, n in notes[:8]:
+        console.print(f"  {n:5,}  {note}", highlight=False)
+    if len(notes) > 8:
+        console.print(f"  and {len(notes) - 8:,} other assumption(s)", highlight=False)
 
 
 @app.command("calibrate")

@@ -19,7 +19,7 @@ from vazao.estimate import decode_cost, estimate, offline_point
 from vazao.physics.deployment import make_deployment
 from vazao.physics.profiles import EngineProfile, get_engine
 from vazao.physics.prompt import prompt_prefill
-from vazao.validate.rows import MeasuredRow
+from vazao.validate.rows import GEMM_MODE, MeasuredRow
 
 SIM_REQUESTS = 500  # TensorRT-LLM's online-serving table: 500 requests per rate
 _KV_NAMES = {"fp8": "fp8", "fp8 kv": "fp8", "int8": "int8", "bf16": "fp16", "fp16": "fp16", "f16": "fp16",
@@ -35,9 +35,10 @@ class Prediction:
 
 
 def kv_format_name(row: MeasuredRow, eng: EngineProfile, weight_format: str) -> str:
-    """The row's KV dtype when stated; the engine's default for the checkpoint's format otherwise."""
-    text = row.kv.lower()
-    if "not stated" in text or not text:
+    """The row's KV dtype when stated; the engine's default for the checkpoint's format otherwise. The serving
+    file's 'gemm=X moe=Y' names the GEMM and MoE quantization, not the KV dtype: the engine's default."""
+    text = row.kv.lower().strip()
+    if "not stated" in text or not text or GEMM_MODE.search(text):
         return eng.kv_format_for(weight_format)
     head = text.split("(")[0].strip()
     for key, name in _KV_NAMES.items():

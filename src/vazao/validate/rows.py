@@ -3,7 +3,16 @@ shared/data/published-measurements.csv, read through vazao.inputs, each line che
 
 A row that cannot be read (missing column, a value that is not a positive number, a condition
 vazao does not know) becomes a Problem with its line number; the file as a whole is refused only
-when it is not a CSV of that schema at all."""
+when it is not a CSV of that schema at all.
+
+Real rows are messy. A row is read the way a careful person would read it, and every reading that the
+row does not state outright is named on it (MeasuredRow.assumed): an approximate figure ('~500'), an
+uncertain precision ('FP8?'), a GPU whose form factor is not stated (the SXM variant), an empty tp or
+pp (from the notes, or gpu_count / pp), lengths a dataset defines ('ShareGPT (variable)': the dataset's
+published mean, catalog/data/datasets.yaml), MLPerf's server scenario (Poisson arrivals at the target
+QPS), 'output_tok_s' (read as the total over all GPUs), the serving file's 'gemm=X moe=Y' (the KV dtype
+is not stated: the engine's default) and its expert/attention data parallel layout (approximated as
+tensor parallel). strict=True refuses every such row instead, with the reading it would have needed."""
 
 from __future__ import annotations
 
@@ -12,10 +21,11 @@ import io
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from vazao import inputs
-from vazao.errors import VazaoError
+from vazao.errors import NotFoundError, VazaoError
 
 COLUMNS = ("id", "engine", "model", "precision_weights", "gpu", "gpu_count", "tp", "pp", "input_len",
            "output_len", "concurrency_or_batch", "metric", "value")
@@ -78,6 +88,12 @@ class MeasuredRow:
     value: float
     median: bool  # the notes say the figure is a median, not a mean
     source: str
+    assumed: tuple[str, ...] = ()  # each reading the row did not state outright, in words
+    # the parallel layout the notes name (the serving file's moe_tp=A moe_ep=B attention_dp=C), kept for the
+    # predictor; the deployment is still built from tp and pp
+    moe_tp: int | None = None
+    moe_ep: int | None = None
+    attention_dp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,22 +119,40 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 
 
 def parse_condition(text: str) -> Condition:
+    return _condition(text)[0]
+
+
+def _condition(text: str) -> tuple[Condition, str | None]:
+    """The load the row was measured under, and the reading taken where the row names it loosely."""
     t = text.strip().lower().replace(" ", "")
-    if t in ("max(offline)", "max", "offline", "max-load"):
-        return Condition("max", 0.0)
+    note = None
+    if "~" in t or "≈" in t:
+        note = f"concurrency_or_batch {text.strip()[:40]!r} is approximate: read without the '~'"
+        t = t.replace("~", "").replace("≈", "")
+    if t in ("max(offline)", "max", "offline", "max-load") or re.fullmatch(r"(mlperf)?offline(\(.*\))?", t):
+        return Condition("max", 0.0), note
     if re.fullmatch(r"(request_rate|rate)=(inf|infinite)(/s)?", t):
-        return Condition("rate", math.inf)  # every request sent at once, then served by the engine
+        return Condition("rate", math.inf), note  # every request sent at once, then served by the engine
     m = re.fullmatch(r"(request_rate|rate)=([0-9.e+]+)(/s)?", t)
     if m:
-        return Condition("rate", _positive(m.group(2), "request rate", 1e6))
+        return Condition("rate", _positive(m.group(2), "request rate", 1e6)), note
+    # MLPerf's server scenario: loadgen issues queries with Poisson arrivals at the target QPS
+    m = re.fullmatch(r"(mlperf)?server\W*(target_?)?qps\W*([0-9.e+]+)\W*", t)
+    if m:
+        qps = _positive(m.group(3), "target QPS", 1e6)
+        return Condition("rate", qps), (f"MLPerf server scenario at target QPS {qps:g}: Poisson arrivals at "
+                                         f"{qps:g} req/s")
+    if re.fullmatch(r"(mlperf)?server(\(\))?", t):
+        raise VazaoError(f"concurrency_or_batch {text[:40]!r}: an MLPerf server scenario needs its target QPS "
+                         "(server(target_qps=X))")
     m = re.fullmatch(r"(concurrency|users)=([0-9]+)", t)
     if m:
-        return Condition("concurrency", _positive(m.group(2), "concurrency", 1e6, integer=True))
+        return Condition("concurrency", _positive(m.group(2), "concurrency", 1e6, integer=True)), note
     m = re.fullmatch(r"(batch=)?([0-9]+)", t)
     if m:
-        return Condition("batch", _positive(m.group(2), "batch", 1e6, integer=True))
+        return Condition("batch", _positive(m.group(2), "batch", 1e6, integer=True)), note
     raise VazaoError(f"unknown concurrency_or_batch {text[:40]!r} (max(offline), request_rate=X/s, "
-                     "concurrency=N or a batch size)")
+                     "concurrency=N, a batch size, or MLPerf's offline / server(target_qps=X))")
 
 
 def _positive(text: str, what: str, maximum: float, integer: bool = False) -> float:
@@ -145,39 +179,305 @@ def _length(text: str, what: str) -> int:
     return int(v)
 
 
-def _row(d: dict, line: int) -> MeasuredRow:
+# ---- reading messy cells ----------------------------------------------------------------------------
+_APPROX = re.compile(r"(?:~|≈|∼|about\s+|approx(?:\.|imately)?\s*|ca\.?\s+|circa\s+)\s*(\S.*)", re.I)
+_THOUSANDS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+_UNSURE = re.compile(r"\s*(?:\(\s*\?\s*\)|\?+)\s*$")
+GEMM_MODE = re.compile(  # the serving file's "gemm=X moe=Y": not a KV dtype
+    r"(?<![a-z])gemm\s*=\s*([a-z0-9_.-]+)", re.I)
+_MOE = re.compile(r"(?<![a-z_])moe\s*=\s*([a-z0-9_.-]+)", re.I)
+# the serving file's quantization modes → weight formats (native = the checkpoint's own 16-bit weights)
+_GEMM_FORMATS = {"native": "bf16", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8",
+                 "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4a16_awq": "int4-awq", "int4_awq": "int4-awq"}
+_LAYOUT = re.compile(r"(?<![a-z_])(moe_tp|moe_ep|attention_dp)\s*=\s*([0-9]{1,6})(?![0-9])", re.I)
+_NOTES_TP = (re.compile(r"(?<![a-z_])(?:tp|tensor[ _-]?parallel(?:ism)?(?:[ _-]?(?:size|degree))?)\s*[=:]?\s*"
+                        r"([0-9]{1,4})(?![0-9])", re.I),
+             re.compile(r"([0-9]{1,4})[ -]way tensor[ _-]?parallel", re.I))
+_NOTES_PP = (re.compile(r"(?<![a-z_])(?:pp|pipeline[ _-]?parallel(?:ism)?(?:[ _-]?(?:size|degree))?)\s*[=:]?\s*"
+                        r"([0-9]{1,4})(?![0-9])", re.I),
+             re.compile(r"([0-9]{1,4})[ -]way pipeline[ _-]?parallel", re.I))
+_FORM_FACTOR = re.compile(r"\s*\(\s*form[ -]factor (?:not stated|unknown|unstated)\s*\)\s*", re.I)
+_VARIABLE = re.compile(r"variable|dataset|varies", re.I)
+# metrics named loosely: (the metric read, why)
+_METRIC_READINGS = {
+    name: ("output_tok_s_total", f"metric {name!r} does not say per GPU or total: read as the total output "
+                                 "tokens/s over all GPUs")
+    for name in ("output_tok_s", "output_tokens_s", "output_tokens_per_s", "output_tok/s")}
+
+
+def _number(text: str | None, what: str, notes: list[str]) -> str:
+    """A number cell as a careful reader reads it: '~500' is 500 (an approximation, noted), '1,024' is 1024."""
+    t = (text or "").strip()
+    m = _APPROX.fullmatch(t)
+    if m:
+        _note(notes, f"{what} {t[:40]!r} is approximate: read as {m.group(1).strip()[:40]}")
+        t = m.group(1).strip()
+    if _THOUSANDS.fullmatch(t):
+        t = t.replace(",", "")
+    return t
+
+
+def _precision(text: str | None, what: str, notes: list[str]) -> str:
+    """'FP8?' is FP8 that the source was not sure of (noted)."""
+    t = (text or "").strip()
+    if _UNSURE.search(t) and _UNSURE.sub("", t):
+        clean = _UNSURE.sub("", t).strip()
+        _note(notes, f"{what} {t[:40]!r} is uncertain in the source: read as {clean[:40]}")
+        return clean
+    return t
+
+
+def _note(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
+def _from_notes(patterns: tuple[re.Pattern, ...], text: str) -> int | None:
+    for pat in patterns:
+        m = pat.search(text)
+        if m and int(m.group(1)) > 0:
+            return int(m.group(1))
+    return None
+
+
+def _parallel(d: dict, notes: list[str]) -> tuple[int, int, int]:
+    """(gpu_count, tp, pp); an empty tp or pp is what the notes say, else what gpu_count leaves (noted)."""
+    def count(col: str, maximum: float) -> int | None:
+        t = _number(d.get(col), col, notes)
+        return int(_positive(t, col, maximum, integer=True)) if t else None
+
+    n, tp, pp = count("gpu_count", 1e5), count("tp", 4096), count("pp", 4096)
+    text = d.get("notes") or ""
+    if pp is None:
+        pp = _from_notes(_NOTES_PP, text)
+        if pp is not None:
+            _note(notes, f"pp not stated: {pp}, as the notes say")
+        elif tp is not None and n is not None and n > tp and n % tp == 0 and "pipeline" in text.lower():
+            pp = n // tp
+            _note(notes, f"pp not stated: gpu_count / tp = {pp} (the notes name pipeline parallelism)")
+        else:
+            pp = 1
+            _note(notes, "pp not stated: 1 (no pipeline parallelism)")
+    if tp is None:
+        tp = _from_notes(_NOTES_TP, text)
+        if tp is not None:
+            _note(notes, f"tp not stated: {tp}, as the notes say")
+        elif n is not None:
+            if n % pp:
+                raise VazaoError(f"tp not stated, and gpu_count {n} is not a multiple of pp = {pp}")
+            tp = n // pp
+            _note(notes, f"tp not stated: gpu_count / pp = {tp}")
+        else:
+            raise VazaoError("gpu_count and tp are both empty: how many GPUs served the row is not stated")
+    if n is None:
+        n = tp * pp
+        _note(notes, f"gpu_count not stated: tp × pp = {n}")
+    if tp > 4096 or pp > 4096 or n > 1e5:
+        raise VazaoError(f"gpu_count {n}, tp {tp}, pp {pp}: more than vazao models")
+    return n, tp, pp
+
+
+def _layout(text: str, notes: list[str]) -> dict[str, int]:
+    """The serving file's moe_tp=A moe_ep=B attention_dp=C (kept on the row; EP and attention DP are
+    approximated as tensor parallel until the predictor models them)."""
+    found = {k.lower(): int(v) for k, v in _LAYOUT.findall(text)}
+    ep, dp = found.get("moe_ep", 0), found.get("attention_dp", 0)
+    if ep > 1 or dp > 1:
+        _note(notes, f"expert/attention data parallel (moe_ep={ep}, attention_dp={dp}) approximated as tensor "
+                     "parallel")
+    return found
+
+
+@cache
+def _datasets() -> tuple[dict, ...]:
+    from vazao.catalog._load import load_yaml
+
+    return tuple(load_yaml("datasets.yaml")["datasets"])
+
+
+def _named(alias: str, text: str) -> bool:
+    return re.search(r"(?<![a-z0-9])" + re.escape(alias.lower()) + r"(?![a-z0-9])", text.lower()) is not None
+
+
+def _dataset_for(cell: str, d: dict, model: str | None) -> dict | None:
+    """The dataset a length cell, the notes or the source name; an MLPerf row of a benchmark model that
+    names none: that benchmark's dataset."""
+    for text in (cell, d.get("notes") or "", d.get("source") or ""):
+        for ds in _datasets():
+            if any(_named(a, text) for a in (ds["name"], *ds.get("aliases", ()))):
+                return ds
+    context = " ".join((d.get("engine") or "", d.get("source") or "", d.get("notes") or "")).lower()
+    if model and "mlperf" in context:
+        for ds in _datasets():
+            if model in ds.get("mlperf_models", ()):
+                return ds
+    return None
+
+
+def _catalog_model(name: str) -> str | None:
+    from vazao.catalog.models import get_model
+
+    try:
+        return get_model(name).name
+    except (NotFoundError, VazaoError):
+        return None
+
+
+def _lengths(d: dict, notes: list[str]) -> tuple[int, int]:
+    """input_len and output_len; a cell a dataset defines ('ShareGPT (variable)') is the dataset's mean."""
+    out = []
+    for col, side in (("input_len", "input"), ("output_len", "output")):
+        cell = (d.get(col) or "").strip()
+        t = _number(cell, col, notes)
+        try:
+            out.append(_length(t, col))
+            continue
+        except VazaoError:
+            if not (_VARIABLE.search(cell) or any(_named(a, cell) for ds in _datasets()
+                                                  for a in (ds["name"], *ds.get("aliases", ())))):
+                raise
+        model = _catalog_model(d.get("model") or "")
+        ds = _dataset_for(cell, d, model)
+        if ds is None:
+            raise VazaoError(f"{col} {cell[:40]!r}: not a number of tokens, and no dataset is named whose lengths "
+                             f"vazao knows ({', '.join(str(x['aliases'][0]) for x in _datasets())})")
+        fig = ds[side]
+        mean = float(fig["mean_tokens"])
+        label = ds["aliases"][0] if ds.get("aliases") else ds["name"]
+        text = f"{col} {cell[:40]!r}: {label}'s mean {side}, {mean:g} tokens ({fig['cite']})"
+        cap = (ds.get("output_cap") or {}).get(model or "") if side == "output" else None
+        if cap and mean > cap["max_tokens"]:
+            mean = float(cap["max_tokens"])
+            text += f", capped at {mean:g} ({cap['cite']})"
+        _note(notes, text)
+        out.append(max(1, round(mean)))
+    return out[0], out[1]
+
+
+def _gpu(text: str, notes: list[str]) -> str:
+    """A GPU whose form factor is not stated ('H100-80GB (form factor not stated)'): its SXM variant."""
+    if not _FORM_FACTOR.search(text):
+        return text
+    from vazao.catalog.local import resolve_accelerator
+
+    base = _FORM_FACTOR.sub(" ", text).strip()
+    head, _, rest = base.partition("-")
+    for cand in (base, f"{head}-SXM-{rest}" if rest else f"{head}-SXM", f"{head}-SXM"):
+        try:
+            acc = resolve_accelerator(cand)
+        except VazaoError:
+            continue
+        if "sxm" in acc.name.lower():
+            _note(notes, f"GPU {text[:60]!r}: form factor not stated, predicted as the SXM variant ({acc.name})")
+            return cand
+    return text
+
+
+def _served_weights(weights: str, family: str, gpu: str, model: str, notes: list[str]) -> str:
+    """NVFP4 that the engine cannot run on this GPU, for a model whose own 4-bit checkpoint is MXFP4 (gpt-oss on
+    Hopper under TensorRT-LLM, which 'runs MXFP4, not NVFP4, on Hopper': formats.yaml): the MXFP4 checkpoint."""
+    from vazao.catalog.checkpoints import checkpoints_of
+    from vazao.catalog.formats import get_format, support
+    from vazao.catalog.local import resolve_accelerator
+
+    try:
+        fmt = get_format(weights)
+        if fmt.name != "nvfp4":
+            return weights
+        acc = resolve_accelerator(gpu)
+        name = _catalog_model(model)
+        mx = get_format("mxfp4")
+        if (name is None or support(fmt, acc, family).status != "unsupported"
+                or support(mx, acc, family).status == "unsupported"
+                or not any(c.fmt == mx.name for c in checkpoints_of(name))):
+            return weights
+    except VazaoError:
+        return weights
+    _note(notes, f"precision_weights {weights!r}: {family} has no NVFP4 kernels on {acc.name}; {name}'s own 4-bit "
+                 "checkpoint is MXFP4, read as mxfp4")
+    return "mxfp4"
+
+
+def _kv(text: str, weights: str, notes: list[str]) -> tuple[str, str]:
+    """(kv as written, weights): the serving file's 'gemm=X moe=Y' names the GEMM and MoE quantization, not
+    the KV dtype: that is the engine's default for the checkpoint (noted); an empty weight format is the
+    GEMM's."""
+    gemm = GEMM_MODE.search(text)
+    if not gemm:
+        return text, weights
+    moe = _MOE.search(text)
+    mode = gemm.group(1).lower()
+    _note(notes, f"KV dtype not stated ({text.strip()[:40]!r} gives the GEMM and MoE quantization): the engine's "
+                 "default for the checkpoint")
+    if not weights:
+        fmt = _GEMM_FORMATS.get(mode)
+        if fmt is None:
+            raise VazaoError(f"precision_weights empty and GEMM mode {mode[:20]!r} unknown "
+                             f"(known: {', '.join(_GEMM_FORMATS)})")
+        weights = fmt
+        _note(notes, f"precision_weights not stated: {fmt}, the GEMM mode {mode!r}"
+                     + (f" (MoE {moe.group(1)})" if moe else ""))
+    return text, weights
+
+
+def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
+    notes: list[str] = []
     metric = d["metric"].strip()
+    if metric.lower() in _METRIC_READINGS:
+        metric, why = _METRIC_READINGS[metric.lower()]
+        _note(notes, why)
     if metric not in METRICS:
         raise VazaoError(f"unknown metric {metric[:40]!r} (known: {', '.join(METRICS)})")
     family = engine_family(d["engine"])
     if family is None:
         raise VazaoError(f"unknown engine {d['engine'][:40]!r} (known: trtllm, vllm, sglang, llama.cpp, "
                          "and wrappers such as nim(trtllm))")
-    count = int(_positive(d["gpu_count"], "gpu_count", 1e5, integer=True))
-    tp = int(_positive(d["tp"], "tp", 4096, integer=True))
-    pp = int(_positive(d["pp"], "pp", 4096, integer=True))
+    count, tp, pp = _parallel(d, notes)
     if count % (tp * pp):
         raise VazaoError(f"gpu_count {count} is not a multiple of tp × pp = {tp * pp}")
-    notes = (d.get("notes") or "").lower()
+    text = d.get("notes") or ""
+    layout = _layout(text, notes)
+    moe_tp = layout.get("moe_tp") or 0
+    if moe_tp > tp * pp and count == tp * pp:
+        # the serving file's own contradiction (Qwen3-235B FP8 on "1 × H200", tp 1, notes moe_tp=2: 236 GB of
+        # weights on one 141 GB card): the layout the notes name is the one that held the model
+        _note(notes, f"gpu_count {count} and tp {tp} cannot be the layout the notes name (moe_tp={moe_tp}): read "
+                     f"as tp {moe_tp} on {moe_tp * pp} GPUs")
+        tp, count = moe_tp, moe_tp * pp
+    weights = _precision(d["precision_weights"], "precision_weights", notes)
+    kv = _precision(d.get("precision_kv_or_compute") or "not stated", "precision_kv_or_compute", notes) or "not stated"
+    kv, weights = _kv(kv, weights, notes)
+    gpu = _gpu(d["gpu"].strip(), notes)
+    weights = _served_weights(weights, family, gpu, d["model"].strip(), notes)
+    input_len, output_len = _lengths(d, notes)
+    condition, how = _condition(d["concurrency_or_batch"])
+    if how:
+        _note(notes, how)
+    value = _positive(_number(d["value"], "value", notes), "value", 1e12)
+    if strict and notes:
+        more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+        raise VazaoError(f"--strict: the row needs a reading it does not state: {notes[0]}{more}")
+    low = text.lower()
     return MeasuredRow(
         id=d["id"].strip() or f"line-{line}", line=line, engine=d["engine"].strip(), family=family,
         version=parse_version(d.get("engine_version") or ""), model=d["model"].strip(),
-        weights=d["precision_weights"].strip(), kv=(d.get("precision_kv_or_compute") or "not stated").strip(),
-        gpu=d["gpu"].strip(), gpu_count=count, tp=tp, pp=pp,
-        input_len=_length(d["input_len"], "input_len"), output_len=_length(d["output_len"], "output_len"),
-        condition=parse_condition(d["concurrency_or_batch"]), metric=metric,
-        value=_positive(d["value"], "value", 1e12), median="median" in notes and "mean" not in notes,
-        source=(d.get("source") or "").strip(),
+        weights=weights, kv=kv, gpu=gpu, gpu_count=count, tp=tp, pp=pp,
+        input_len=input_len, output_len=output_len, condition=condition, metric=metric, value=value,
+        median="median" in low and "mean" not in low, source=(d.get("source") or "").strip(),
+        assumed=tuple(notes), moe_tp=layout.get("moe_tp"), moe_ep=layout.get("moe_ep"),
+        attention_dp=layout.get("attention_dp"),
     )
 
 
-def read_rows(path: Path | str) -> tuple[list[MeasuredRow], list[Problem]]:
-    """Every row of a measurements CSV; lines that cannot be read come back as Problems."""
+def read_rows(path: Path | str, strict: bool = False) -> tuple[list[MeasuredRow], list[Problem]]:
+    """Every row of a measurements CSV; lines that cannot be read come back as Problems. strict: a row that
+    needs a reading it does not state (MeasuredRow.assumed) is a Problem too."""
     text = inputs.read_text(path, "measurements CSV", max_bytes=MAX_CSV_BYTES)
-    return parse_rows(text, str(path))
+    return parse_rows(text, str(path), strict=strict)
 
 
-def parse_rows(text: str, where: str = "measurements CSV") -> tuple[list[MeasuredRow], list[Problem]]:
+def parse_rows(text: str, where: str = "measurements CSV",
+               strict: bool = False) -> tuple[list[MeasuredRow], list[Problem]]:
     if "\x00" in text:
         raise VazaoError(f"{where}: contains NUL bytes; not a CSV file")
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -214,7 +514,7 @@ def parse_rows(text: str, where: str = "measurements CSV") -> tuple[list[Measure
             continue
         d = dict(zip(header, cells, strict=True))
         try:
-            rows.append(_row(d, line))
+            rows.append(_row(d, line, strict))
         except VazaoError as exc:
             problems.append(Problem(line, d.get("id", "")[:40], str(exc)))
     return rows, problems

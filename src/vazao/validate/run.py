@@ -57,7 +57,7 @@ class RowResult:
     def to_json(self) -> dict:
         r = self.row
         d = {"id": r.id, "line": r.line, "engine": r.engine, "model": r.model, "gpu": r.gpu, "metric": r.metric,
-             "condition": r.condition.describe(), "measured": r.value}
+             "condition": r.condition.describe(), "measured": r.value, "assumed": list(r.assumed)}
         if self.skipped is not None:
             d["skipped"] = self.skipped
             return d
@@ -120,8 +120,11 @@ def _chunk(rows: Sequence[MeasuredRow], path: str | None, key: tuple, sim_reques
 
 
 def _config_key(row: MeasuredRow) -> tuple:
-    return (row.condition.kind not in ("rate", "concurrency"), row.family, row.version, row.model, row.weights,
-            row.gpu, row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition.value)
+    """Rows of one configuration side by side. Every part comparable whatever the row holds: an unknown
+    version sorts as () and the others as text, so a file mixing parseable and free-text cells sorts."""
+    return (row.condition.kind not in ("rate", "concurrency"), str(row.family), row.version or (), str(row.model),
+            str(row.weights), str(row.gpu), row.gpu_count or 0, row.tp or 0, row.pp or 0, row.input_len or 0,
+            row.output_len or 0, str(row.condition.value))
 
 
 def predict_rows(rows: Sequence[MeasuredRow], *, profile_path: str | Path | None = None,
@@ -233,6 +236,19 @@ class ValidationReport:
     def coverage(self) -> float:
         return self.predicted / self.total if self.total else 0.0
 
+    @property
+    def assumed_rows(self) -> int:
+        """Rows read with at least one assumption the row does not state (MeasuredRow.assumed)."""
+        return sum(bool(r.row.assumed) for r in self.results)
+
+    def assumptions(self) -> list[tuple[str, int]]:
+        """Each assumption and how many rows it was taken on, most frequent first."""
+        counts: dict[str, int] = {}
+        for r in self.results:
+            for note in r.row.assumed:
+                counts[note] = counts.get(note, 0) + 1
+        return sorted(counts.items(), key=lambda kv: -kv[1])
+
     def skip_reasons(self) -> list[tuple[str, int]]:
         counts: dict[str, int] = {}
         for r in self.results:
@@ -253,6 +269,8 @@ class ValidationReport:
                 "band_coverage": o.band_coverage,
                 **{f"by_{k}": {name: s.to_json() for name, s in v.items()} for k, v in self.by.items()},
                 "skipped": [{"reason": reason, "rows": n} for reason, n in self.skip_reasons()],
+                "assumed": {"rows": self.assumed_rows,
+                            "notes": [{"note": note, "rows": n} for note, n in self.assumptions()]},
             },
         }
 

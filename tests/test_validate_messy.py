@@ -1,0 +1,350 @@
+"""vazao validate on messy rows: each reading a row does not state outright is taken and named on the row
+(MeasuredRow.assumed, `assumed` in --json, a count in the summary); --strict refuses those rows instead; and
+no CSV, however mixed its optional and free-text cells, ends in a traceback.
+
+Rows quoted from shared/data/published-serving.csv and published-measurements.csv cite their id; dataset
+lengths cite src/vazao/catalog/data/datasets.yaml, which cites where each figure comes from."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vazao.catalog.models import get_model
+from vazao.errors import NotFoundError
+from vazao.physics.profiles import get_engine
+from vazao.validate import parse_rows, predict_rows, summarize
+from vazao.validate.predict import deployment_for, kv_format_name, predict
+from vazao.validate.run import _config_key
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SERVING = SHARED / "published-serving.csv"
+MEASUREMENTS = SHARED / "published-measurements.csv"
+FIELDS = ["id", "source", "engine", "engine_version", "model", "params_b", "precision_weights",
+          "precision_kv_or_compute", "gpu", "gpu_count", "tp", "pp", "input_len", "output_len", "concurrency_or_batch",
+          "metric", "value", "notes"]
+HEADER = ",".join(FIELDS) + "\n"
+
+# aic-00001 of published-serving.csv: SGLang 0.5.9, DeepSeek-V3 FP8 on 8x H200, 1024/1024 at concurrency 4
+AIC_00001 = ('aic-00001,aiconfigurator silicon_sample.csv row dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81,sglang,0.5.9,'
+             'DeepSeek-V3,671,FP8,gemm=fp8 moe=fp8_block,H200-SXM-141GB,8,8,1,1024,1024,concurrency=4,ttft_ms,'
+             '259.9114292766899,aggregated serving at fixed concurrency 4; moe_tp=8 moe_ep=1 attention_dp=1; mean '
+             'over the run as dumped by aiconfigurator\n')
+# trt017-0006 of published-measurements.csv: TensorRT-LLM 0.17, Llama-3.1-8B FP8 on one H200, 128/2048, max load
+TRT017_0006 = ('trt017-0006,perf-overview,trtllm,0.17,Llama-3.1-8B,8.03,FP8,FP8,H200-SXM-141GB,1,1,1,128,2048,'
+               'max(offline),output_tok_s_total,25398.86,"notes"\n')
+
+
+def row_of(line: str, **cells: str) -> str:
+    """The CSV line with some cells replaced."""
+    d = dict(zip(FIELDS, next(csv.reader([line])), strict=True))
+    d.update(cells)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([d[f] for f in FIELDS])
+    return out.getvalue()
+
+
+def one(line: str, strict: bool = False):
+    rows, problems = parse_rows(HEADER + line, strict=strict)
+    assert len(rows) + len(problems) == 1
+    return rows[0] if rows else problems[0]
+
+
+def said(row, *words: str) -> str:
+    """The one assumption on the row that mentions every word."""
+    hits = [n for n in row.assumed if all(w.lower() in n.lower() for w in words)]
+    assert len(hits) == 1, row.assumed
+    return hits[0]
+
+
+# ---- model names: the catalog's resolution, for every command -------------------------------------------
+@pytest.mark.parametrize("name, arch", [
+    ("DeepSeek-R1", "deepseek-v3"),  # published-serving.csv: 152 rows; R1 is V3's architecture (same config.json)
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek-v3"),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"),
+    ("Qwen3-235B-A22B-2507", "qwen3-235b-a22b"),  # a dated re-release without a tag
+    ("Llama-3.1-8B-Instruct-20240723", "llama-3.1-8b"),
+    ("google/gemma-2-9b-it", "gemma-2-9b"),
+    ("Llama-2-70b-chat-hf", "llama-2-70b"),
+])
+def test_names_people_use_resolve_to_the_architecture(name, arch):
+    assert get_model(name).name == arch
+
+
+@pytest.mark.parametrize("name", ["DeepSeek-R1-Distill-Llama-8B", "llama-3.1-7b", "Qwen3-236B-A22B-2507"])
+def test_unknown_names_stay_an_error_with_the_closest_matches(name):
+    # R1-Distill-Llama-8B is a Llama, not DeepSeek-V3: a date or tag strip must not make it one
+    with pytest.raises(NotFoundError) as info:
+        get_model(name)
+    assert info.value.suggestions and "closest" in str(info.value)
+
+
+# ---- the serving file's conventions ---------------------------------------------------------------------
+def test_gemm_moe_precision_takes_the_engines_default_kv_and_says_so():
+    row = one(AIC_00001)
+    assert row.kv == "gemm=fp8 moe=fp8_block" and row.weights == "FP8"
+    said(row, "KV dtype not stated", "gemm=fp8 moe=fp8_block")
+    eng = get_engine("sglang").at_version(row.version)
+    assert kv_format_name(row, eng, "fp8") == eng.kv_format_for("fp8")
+    assert deployment_for(row).kv_format.name == eng.kv_format_for("fp8")
+
+
+def test_parallel_layout_is_kept_on_the_row_and_not_applied():
+    row = one(AIC_00001)
+    assert (row.moe_tp, row.moe_ep, row.attention_dp) == (8, 1, 1)
+    assert not any("expert" in n for n in row.assumed)  # moe_ep 1, attention_dp 1: nothing approximated
+    ep = one(row_of(AIC_00001, notes="aggregated serving; moe_tp=1 moe_ep=8 attention_dp=1"))
+    assert (ep.moe_tp, ep.moe_ep, ep.attention_dp) == (1, 8, 1)
+    said(ep, "moe_ep=8", "approximated as tensor parallel")
+    dep = deployment_for(ep)
+    assert dep.tp == 8 and dep.pp == 1  # the deployment still comes from tp and pp
+    dp = one(row_of(AIC_00001, notes="moe_tp=2 moe_ep=4 attention_dp=8"))
+    said(dp, "attention_dp=8")
+
+
+def test_an_nvfp4_row_trtllm_cannot_run_on_hopper_reads_gpt_oss_own_mxfp4_checkpoint():
+    # formats.yaml: TensorRT-LLM "runs MXFP4, not NVFP4, on Hopper"; checkpoints.yaml: openai/gpt-oss-120b is mxfp4
+    line = row_of(AIC_00001, engine="trtllm", engine_version="1.0.0rc3", model="gpt-oss-120b",
+                  precision_weights="NVFP4", precision_kv_or_compute="gemm=nvfp4 moe=nvfp4",
+                  notes="moe_tp=1 moe_ep=1 attention_dp=1")
+    row = one(line)
+    assert row.weights == "mxfp4"
+    said(row, "NVFP4", "MXFP4")
+    vllm = one(row_of(line, engine="vllm", engine_version="0.12.0"))
+    assert vllm.weights == "NVFP4"  # vLLM runs NVFP4 weight-only on Hopper (Marlin): nothing to re-read
+    dense = one(row_of(line, model="Llama-3.1-70B"))
+    assert dense.weights == "NVFP4"  # no MXFP4 checkpoint of that model: left for the predictor to refuse
+
+
+# ---- messy cells --------------------------------------------------------------------------------------
+def test_approximate_numbers_are_read_and_noted():
+    row = one(row_of(TRT017_0006, value="~25,400", input_len="~128", gpu_count="about 1"))
+    assert row.value == 25400 and row.input_len == 128 and row.gpu_count == 1
+    said(row, "value", "~25,400", "approximate")
+    said(row, "input_len", "approximate")
+    exact = one(row_of(TRT017_0006, value="25,398.86"))  # a thousands separator is not an approximation
+    assert exact.value == pytest.approx(25398.86) and exact.assumed == ()
+
+
+def test_an_uncertain_precision_is_read_and_noted():
+    row = one(row_of(TRT017_0006, precision_weights="FP8?", precision_kv_or_compute="FP8 (?)"))
+    assert row.weights == "FP8" and row.kv == "FP8"
+    said(row, "precision_weights", "uncertain")
+    assert predict(row).kv == "fp8"
+
+
+def test_a_gpu_whose_form_factor_is_not_stated_is_predicted_as_the_sxm_variant():
+    # published-gpus.csv, "H100-80GB (form factor not stated)": SXM 3350 GB/s, PCIe 2000 GB/s (ml-engineering)
+    line = TRT017_0006.replace("H200-SXM-141GB", "H100-80GB (form factor not stated)")
+    row = one(line)
+    note = said(row, "form factor not stated", "SXM")
+    assert "H100 SXM" in note
+    acc = deployment_for(row).accelerator
+    assert acc.memory_bandwidth_bytes_per_s == pytest.approx(3350e9, rel=0.02)
+    assert one(line, strict=True).reason.startswith("--strict")
+
+
+def test_an_empty_tp_comes_from_the_notes_or_the_gpu_count():
+    four = ('trt014-0004,perf-overview,trtllm,0.14.0,Llama-3.1-70B,70.6,BF16,BF16,H100-SXM-80GB,4,4,1,467,256,'
+            'request_rate=2/s,itl_ms,21,"Mean inter-token latency"\n')  # trt014-0004 of published-measurements.csv
+    from_notes = one(row_of(four, tp="", notes="TP=4, Triton backend"))
+    assert from_notes.tp == 4 and from_notes.pp == 1
+    said(from_notes, "tp not stated", "notes")
+    from_count = one(row_of(four, tp="", notes="Mean inter-token latency"))
+    assert from_count.tp == 4
+    said(from_count, "gpu_count / pp")
+    moe_only = one(row_of(AIC_00001, tp=""))  # 'moe_tp=8' in the notes is not the attention tp
+    assert moe_only.tp == 8 and any("gpu_count / pp" in n for n in moe_only.assumed)
+    assert one(row_of(four, tp="", gpu_count="")).reason.startswith("gpu_count and tp are both empty")
+
+
+def test_output_tok_s_is_read_as_the_total_and_says_so():
+    row = one(row_of(TRT017_0006, metric="output_tok_s"))
+    assert row.metric == "output_tok_s_total"
+    said(row, "output_tok_s", "total")
+    total = one(TRT017_0006)
+    assert predict(row).value == pytest.approx(predict(total).value)
+
+
+def test_mlperf_scenarios():
+    offline = one(row_of(TRT017_0006, concurrency_or_batch="Offline"))
+    assert offline.condition.kind == "max" and offline.assumed == ()
+    server = one(row_of(TRT017_0006, concurrency_or_batch="server(target_qps=12.5)"))
+    assert server.condition.kind == "rate" and server.condition.value == 12.5
+    said(server, "MLPerf server", "Poisson", "12.5")
+    assert "target QPS" in one(row_of(TRT017_0006, concurrency_or_batch="server")).reason
+
+
+# ---- dataset-defined lengths (catalog/data/datasets.yaml) ---------------------------------------------
+def test_sharegpt_lengths_are_the_datasets_published_means():
+    row = one(row_of(TRT017_0006, input_len="ShareGPT (variable)", output_len="ShareGPT (variable)"))
+    # Kwon et al. 2023 (vLLM, arXiv:2309.06180) Fig. 11: ShareGPT input mean 161.31, output mean 337.99 tokens
+    assert (row.input_len, row.output_len) == (161, 338)
+    assert "Kwon et al. 2023" in said(row, "input_len", "ShareGPT")
+
+
+def test_mlperf_dataset_variable_is_the_benchmarks_dataset():
+    mlperf = ('mlperf-1,MLPerf Inference v4.1 closed,mlperf-submitter(trtllm),,Llama-2-70B,70,FP8,FP8,H100-SXM-80GB,8,'
+              '8,1,dataset (variable),dataset (variable),offline,output_tok_s_total,24525,"MLPerf llama2-70b-99"\n')
+    row = one(mlperf)
+    # OpenOrca: 222.33 input tokens (mean of tok_input_length, 24,576 prompts), 294.45 output tokens per sample
+    # (mlcommons/inference language/llama2-70b/README.md)
+    assert (row.input_len, row.output_len) == (222, 294)
+    said(row, "output_len", "OpenOrca", "294.45")
+    gptj = one(row_of(mlperf, model="GPT-J-6B", notes="MLPerf gpt-j-99, CNN/DailyMail"))
+    # CNN/DailyMail: 870.73 input tokens (cnn_eval.json); output ~153 tokens, but GPT-J's benchmark caps generation
+    # at max_new_tokens 128 (mlcommons/inference language/gpt-j/backend_PyTorch.py)
+    assert (gptj.input_len, gptj.output_len) == (871, 128)
+    said(gptj, "output_len", "capped at 128")
+    unnamed = one(row_of(mlperf, source="my lab", engine="trtllm", notes=""))
+    assert "no dataset is named" in unnamed.reason
+
+
+# ---- --strict, the JSON and the summary ---------------------------------------------------------------
+MESSY = (AIC_00001 + row_of(TRT017_0006, id="m2", value="~25,400")
+         + row_of(TRT017_0006, id="m3", precision_weights="FP8?") + TRT017_0006)
+
+
+def test_strict_refuses_every_row_that_needs_an_assumption():
+    rows, problems = parse_rows(HEADER + MESSY, strict=True)
+    assert [r.id for r in rows] == ["trt017-0006"]
+    assert len(problems) == 3 and all(p.reason.startswith("--strict: ") for p in problems)
+    assert "KV dtype not stated" in problems[0].reason
+    lenient, none = parse_rows(HEADER + MESSY)
+    assert none == [] and [bool(r.assumed) for r in lenient] == [True, True, True, False]
+
+
+def test_assumptions_in_the_json_and_the_summary():
+    rows, problems = parse_rows(HEADER + MESSY)
+    rep = summarize(predict_rows(rows[1:], workers=1), problems)
+    doc = rep.to_json()
+    by_id = {r["id"]: r for r in doc["rows"]}
+    assert by_id["trt017-0006"]["assumed"] == [] and "approximate" in by_id["m2"]["assumed"][0]
+    assert doc["summary"]["assumed"]["rows"] == 2 == rep.assumed_rows
+    assert {n["rows"] for n in doc["summary"]["assumed"]["notes"]} == {1}
+
+
+def test_cli_strict_and_the_summary_line(tmp_path):
+    f = tmp_path / "messy.csv"
+    f.write_text(HEADER + "".join(MESSY.splitlines(keepends=True)[1:]))  # the three fast rows
+    run = [sys.executable, "-m", "vazao", "validate", str(f), "--workers", "1"]
+    lenient = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert lenient.returncode == 0, lenient.stderr
+    assert "3 of 3 rows predicted" in lenient.stdout and "2 of 3 rows read with assumptions" in lenient.stdout
+    strict = subprocess.run([*run, "--strict", "--json"], capture_output=True, text=True, timeout=300)
+    assert strict.returncode == 0, strict.stderr
+    s = json.loads(strict.stdout)["summary"]
+    assert s["predicted"] == 1 and s["rows"] == 3 and s["assumed"]["rows"] == 0
+
+
+# ---- the shared files -------------------------------------------------------------------------------
+@pytest.mark.skipif(not SERVING.exists(), reason="shared/data is not beside this checkout")
+def test_every_serving_row_is_read_and_a_sample_of_each_kind_predicted():
+    rows, problems = parse_rows(SERVING.read_text())
+    assert problems == [] and len(rows) == 2692  # shared/data/README.md: 2,692 rows
+    assert all(r.model != "DeepSeek-R1" or get_model(r.model).name == "deepseek-v3" for r in rows)
+    assert all(any("KV dtype not stated" in n for n in r.assumed) for r in rows)
+    sample, seen = [], set()
+    for r in rows:  # one row per model × engine × format, at its lowest concurrency
+        key = (get_model(r.model).name, r.family, r.weights)
+        if key not in seen and r.condition.value <= 4 and r.metric == "tpot_ms":
+            seen.add(key)
+            sample.append(r)
+    assert len(sample) >= 8
+    res = predict_rows(sample, workers=1, sim_requests=16)
+    # every row predicted: aic-01966 (Qwen3-235B-A22B FP8, 235 GB of weights) says gpu_count 1 on an H200 of
+    # 141 GB, and is read with the layout its notes name (moe_tp=2)
+    assert not [r.row.id for r in res if r.skipped]
+    # a TPOT within a factor of 3 of the measured one (the physics is issue 21's to tune; reading is this test's).
+    # aic-01966 is the one miss past it today: vLLM 0.12's MoE on tp2 measured 43.8 ms against 8.6 ms predicted
+    far = [(r.row.id, r.predicted, r.row.value) for r in res if not 1 / 3 < r.predicted / r.row.value < 3]
+    assert [f[0] for f in far] in ([], ["aic-01966"]), far
+
+
+@pytest.mark.skipif(not MEASUREMENTS.exists(), reason="shared/data is not beside this checkout")
+def test_the_measurements_file_needs_no_assumption():
+    rows, problems = parse_rows(MEASUREMENTS.read_text())
+    assert problems == [] and len(rows) == 1269 and not any(r.assumed for r in rows)
+
+
+# ---- never a traceback --------------------------------------------------------------------------------
+_NUM = st.one_of(st.sampled_from(["", "0", "-3", "1", "2", "8", "128", "1e3", "nan", "inf", "~500", "about 64",
+                                  "1,024", "12.5", "≈2", "x", "🙂", "99999999999"]),
+                 st.integers(-5, 5000).map(str))
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
+_CELLS = {
+    "id": st.one_of(st.just(""), _TEXT),
+    "source": st.one_of(_TEXT, st.sampled_from(["MLPerf Inference v4.1", "ShareGPT bench"])),
+    "engine": st.one_of(st.sampled_from(["trtllm", "vllm", "sglang", "llama.cpp", "nim(trtllm)", "TGI",
+                                         "mlperf-submitter(trtllm)", ""]), _TEXT),
+    "engine_version": st.one_of(st.sampled_from(["", "0.17", "1.0 (doc)", "May 2024", "gpt-oss-dev", "v0.5.9",
+                                                 "1.0.0rc3"]), _TEXT),
+    "model": st.one_of(st.sampled_from(["Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "DeepSeek-R1",
+                                        "Qwen3-30B-A3B", "gpt-oss-20b", "NoSuch-9B", "", "Llama-2-70B"]), _TEXT),
+    "params_b": st.one_of(_NUM, _TEXT),
+    "precision_weights": st.sampled_from(["FP8", "BF16", "NVFP4", "FP8?", "Q4_K_M", "", "int4-awq", "MXFP4",
+                                          "weird"]),
+    "precision_kv_or_compute": st.sampled_from(["FP8", "not stated", "", "gemm=fp8 moe=fp8", "gemm=native moe=native",
+                                                "gemm=?? moe=", "F16 KV (llama.cpp default)", "FP8?", "junk"]),
+    "gpu": st.sampled_from(["H100-SXM-80GB", "H200-SXM-141GB", "H100-80GB (form factor not stated)", "RTX-4090",
+                            "A100-80GB (form factor not stated)", "Voodoo-5", "", "L40S"]),
+    "gpu_count": _NUM, "tp": _NUM, "pp": _NUM,
+    "input_len": st.one_of(_NUM, st.sampled_from(["ShareGPT (variable)", "dataset (variable)", "variable"])),
+    "output_len": st.one_of(_NUM, st.sampled_from(["ShareGPT (variable)", "dataset (variable)", "OpenOrca"])),
+    "concurrency_or_batch": st.sampled_from(["max(offline)", "offline", "1", "4", "concurrency=2", "request_rate=2/s",
+                                             "request_rate=INF/s", "server(target_qps=3)", "server", "~8",
+                                             "batch=0", "whenever", ""]),
+    "metric": st.sampled_from(["output_tok_s_total", "output_tok_s", "output_tok_s_per_gpu", "total_tok_s",
+                               "tg_tok_s_batch1", "pp_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms",
+                               "bogus"]),
+    "value": _NUM,
+    "notes": st.one_of(_TEXT, st.sampled_from(["median", "TP=2; moe_tp=1 moe_ep=8 attention_dp=2",
+                                               "moe_tp=99999999 moe_ep=0", "pipeline parallel", "CNN/DailyMail"])),
+}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.fixed_dictionaries(_CELLS), min_size=1, max_size=4), st.booleans())
+def test_any_mix_of_cells_gives_a_result_never_an_exception(cells, strict):
+    out = io.StringIO()
+    w = csv.writer(out)  # "\r\n" line ends: a cell holding "\r" or "\n" is quoted
+    w.writerow(FIELDS)
+    for d in cells:
+        w.writerow([d[f] for f in FIELDS])
+    rows, problems = parse_rows(out.getvalue(), strict=strict)
+    assert len(rows) + len(problems) == len(cells)
+    sorted(rows, key=_config_key)  # a file mixing parseable and free-text engine_version cells sorts
+    # kept small: the simulator's work is not what this test is about
+    small = [r for r in rows if r.input_len <= 20_000 and r.output_len <= 20_000 and r.condition.value <= 64]
+    rep = summarize(predict_rows(small, workers=1, sim_requests=8), problems)
+    doc = json.loads(json.dumps(rep.to_json(), default=str))
+    assert doc["summary"]["rows"] == len(small) + len(problems)
+    for r in rep.results:
+        assert r.skipped is not None or (r.predicted is not None and math.isfinite(r.predicted))
+
+
+@pytest.mark.skipif(not SERVING.exists(), reason="shared/data is not beside this checkout")
+def test_a_layout_the_notes_contradict_is_read_as_the_notes_name():
+    # published-serving.csv's Qwen3-235B-A22B FP8 rows on H200 with vLLM 0.12.0 that say gpu_count 1 and tp 1
+    # while their notes say moe_tp=2 (236 GB of FP8 weights cannot sit on one 141 GB card)
+    import csv
+
+    from vazao.validate.rows import read_rows
+
+    rows, problems = read_rows(SERVING)
+    with open(SERVING, encoding="utf-8") as fh:
+        raw = {r["id"]: r for r in csv.DictReader(fh)}
+    odd = [r for r in rows if raw[r.id]["gpu_count"] == "1" and r.moe_tp and r.moe_tp > 1]
+    assert odd and all(r.tp == r.moe_tp == r.gpu_count for r in odd)
+    assert all(any("cannot be the layout the notes name" in a for a in r.assumed) for r in odd)
