@@ -235,19 +235,16 @@ def _cache_gib(model: str) -> int:
     return max(10, math.ceil(params * 2 * 1.25 / 2**30 / 10) * 10)
 
 
-def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: list[str]) -> str:
-    entrypoint, args = _container_argv(cmd, img)
-    per = c.shape.gpus_per_replica
-
-    def labels() -> dict:  # a fresh dict each time: safe_dump would write YAML anchors for a shared one
-        return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "vazao"}
-
+def gpu_container(cname: str, img: EngineImage, entrypoint: list[str], args: list[str], ports: list[dict],
+                  per: int, name: str) -> tuple[dict, list[dict]]:
+    """(container, pod volumes) of one engine server: its GPUs, the token from the optional Secret, the
+    image's fixed settings, the model cache and, for tensor-parallel workers, a large /dev/shm."""
     container: dict = {
-        "name": re.sub(r"[^a-z0-9]+", "-", cmd.engine),
+        "name": cname,
         "image": img.image,
         "command": entrypoint,
         "args": args,
-        "ports": [{"name": "http", "containerPort": _port(cmd)}],
+        "ports": ports,
         "env": [{"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": "token",
                                                                    "optional": True}}},
                 *({"name": k, "value": v} for k, v in img.env)],
@@ -264,6 +261,18 @@ def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: 
         # The pod's /dev/shm is 64 MiB; tensor-parallel workers need more (vLLM docs, "Using Kubernetes").
         container["volumeMounts"].append({"name": "shm", "mountPath": "/dev/shm"})
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}})
+    return container, volumes
+
+
+def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: list[str]) -> str:
+    entrypoint, args = _container_argv(cmd, img)
+    per = c.shape.gpus_per_replica
+
+    def labels() -> dict:  # a fresh dict each time: safe_dump would write YAML anchors for a shared one
+        return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "vazao"}
+
+    container, volumes = gpu_container(re.sub(r"[^a-z0-9]+", "-", cmd.engine), img, entrypoint, args,
+                                       [{"name": "http", "containerPort": _port(cmd)}], per, name)
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "labels": labels()},

@@ -24,6 +24,7 @@ from vazao.plan.artefacts import (
     _header,
     _image,
     _name,
+    gpu_container,
 )
 from vazao.plan.emit import DisaggLaunch, disagg_launch
 
@@ -118,19 +119,7 @@ def _k8s(c, name: str, launch: DisaggLaunch, img: EngineImage, header: list[str]
         ports = [{"name": "http", "containerPort": i.port}]
         if i.handshake_port:
             ports.append({"name": "bootstrap", "containerPort": i.handshake_port})
-        container = {"name": part, "image": img.image, "command": entrypoint, "args": args, "ports": ports,
-                     "env": [{"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": "token",
-                                                                                "optional": True}}},
-                             *({"name": a, "value": b} for a, b in img.env)],
-                     "resources": {"limits": {"nvidia.com/gpu": per}},
-                     "volumeMounts": [{"name": "model-cache", "mountPath": img.cache}],
-                     "readinessProbe": {"httpGet": {"path": img.health, "port": "http"}, "initialDelaySeconds": 30,
-                                        "periodSeconds": 10, "failureThreshold": 3}}
-        volumes: list[dict] = [{"name": "model-cache",
-                                "persistentVolumeClaim": {"claimName": f"{name}-model-cache"}}]
-        if img.shm and per > 1:
-            container["volumeMounts"].append({"name": "shm", "mountPath": "/dev/shm"})
-            volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}})
+        container, volumes = gpu_container(part, img, entrypoint, args, ports, per, name)
         docs.append(deployment(part, container, volumes))
         docs.append(service(part, [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"]}
                                    for p in ports]))

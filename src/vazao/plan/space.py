@@ -92,10 +92,9 @@ class Lengths:
     def context(self, model_max: int) -> int:
         """The per-sequence context a deployment is set to (--max-model-len, a llama.cpp slot): the
         longest request rounded up to 256 tokens, at most the model's own context."""
-        from vazao.workload.plan import CONTEXT_ROUND
+        from vazao.workload.plan import round_context
 
-        need = max(self.longest, self.context_p99, 1)
-        return int(min(model_max, -(-need // CONTEXT_ROUND) * CONTEXT_ROUND))
+        return round_context(max(self.longest, self.context_p99), model_max)
 
 
 @dataclass(frozen=True)

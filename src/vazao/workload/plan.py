@@ -113,7 +113,12 @@ def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
     return max((r.prompt_tokens + r.output_tokens for r in plan.iter_plan()), default=1)
 
 
+def round_context(need: int, model_max: int) -> int:
+    """A per-sequence context of `need` tokens as engines are set to it: rounded up to CONTEXT_ROUND, at most
+    the model's own context."""
+    return int(min(model_max, -(-max(1, need) // CONTEXT_ROUND) * CONTEXT_ROUND))
+
+
 def context_for(w: Workload, model_max: int, at_least: int = CONTEXT_SAMPLE) -> int:
-    """longest_request rounded up to CONTEXT_ROUND tokens, at most the model's own context."""
-    need = longest_request(w, at_least)
-    return int(min(model_max, -(-need // CONTEXT_ROUND) * CONTEXT_ROUND))
+    """longest_request as round_context sets it."""
+    return round_context(longest_request(w, at_least), model_max)
