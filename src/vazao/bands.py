@@ -13,8 +13,21 @@ LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
 
 
 def band_key(regime: str, metric: str) -> str:
-    """Residuals are kept per regime, latencies apart from speeds (they err in opposite directions)."""
+    """Residuals are kept per regime, latencies apart from speeds (they err in opposite directions), and the
+    time to first token apart from the other latencies (it carries the queueing and scheduling the
+    per-token gaps do not: on the serving file its spread is three times theirs)."""
+    if metric == "ttft_ms":
+        return f"{regime} ttft"
     return f"{regime} latency" if metric in LATENCY_METRICS else regime
+
+
+def _residuals_for(res: Mapping, key: str) -> Mapping | None:
+    """The residual quantiles of `key`, else of its wider group (a TTFT's: the regime's latencies), else all."""
+    for k in (key, key.replace(" ttft", " latency"), "all"):
+        r = res.get(k)
+        if r and (r.get("n", 0) >= 10 or k == "all"):
+            return r
+    return None
 
 
 BAND_QUANTILES = ("q10", "q90")  # an 80% band
@@ -48,8 +61,7 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
     cal, fitted_release = _calibration_at(profile, version)
     if not cal:
         return None
-    res = cal.get("residuals") or {}
-    r = res.get(regime) if (res.get(regime) or {}).get("n", 0) >= 10 else res.get("all")
+    r = _residuals_for(cal.get("residuals") or {}, regime)
     if not r:
         return None
     lo, hi = r[BAND_QUANTILES[0]], r[BAND_QUANTILES[1]]
@@ -69,8 +81,9 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
     return value * math.exp(lo), value * math.exp(hi), note
 
 
-def deployment_band(dep, regime: str, value: float, *, latency: bool = False) -> tuple[float, float, str] | None:
-    """band() for a prediction about a Deployment (its engine's calibration, generation, format, family)."""
-    key = f"{regime} latency" if latency else regime
+def deployment_band(dep, regime: str, value: float, *, metric: str = "") -> tuple[float, float, str] | None:
+    """band() for a prediction about a Deployment (its engine's calibration, generation, format, family);
+    `metric` (ttft_ms, tpot_ms, …; empty for a speed) picks the residuals as band_key does."""
+    key = band_key(regime, metric)
     return band(dep.engine, key, value, generation=dep.accelerator.generation,
                 weight_format=dep.weight_format.name, model_family=dep.model.family)

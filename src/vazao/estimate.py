@@ -307,7 +307,8 @@ def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> 
             decode=dec,
             prefill=pre,
             tokens_per_s_band=deployment_band(dep, dec.bound, b / dec.time_s * dep.replicas),
-            ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s, latency=True),
+            ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s,
+                                      metric="ttft_ms"),
         ))
     off = offline_point(dep, input_tokens, output_tokens)
     mlt, max_batch = off.output_tokens_per_s, off.batch * off.engines

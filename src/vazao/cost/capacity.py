@@ -207,6 +207,10 @@ class Check:
                 "met": self.met}
 
 
+# an SLO term's latency metric as the validator names it (its band's residuals)
+_METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e": "e2e_latency_ms"}
+
+
 def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
     """Each SLO term of a run with its band (the calibrated profile's residuals, widened where the
     profile never saw the GPU generation, format or family), and the bands by term. A limit is met
@@ -217,7 +221,8 @@ def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> t
     for key, limit in slo.limits.items():
         metric, pct = key.split("_", 1)
         value = getattr(summary, f"{metric}_s").get(pct)
-        b = deployment_band(dep, regime, value, latency=True) if value else None
+        b = deployment_band(dep, regime, value, metric=_METRIC_OF.get(metric, "tpot_ms"))\
+            if value else None
         if b:
             bands[key] = b
         checks.append(Check(key, value, b[1] if b else None, limit))

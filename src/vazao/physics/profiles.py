@@ -105,6 +105,9 @@ class EngineProfile:
     prefill_batch_tokens: int = 0
     prefill_ubatch_tokens: int = 0
     pipeline_ubatches: bool = False
+    # a step with prompts to prefill runs them alone and the decoders wait (SGLang's scheduler: a new prefill
+    # batch, when one can be formed, runs before the running decode batch; mixed chunks are off by default)
+    prefill_priority: bool = False
     kv_dtype: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"*": "fp16"}))
     versions: tuple[Mapping[str, Any], ...] = ()
     # per hardware generation: {generation: {calibrated parameter: value}} (e.g. llama.cpp on CPUs)

@@ -83,6 +83,7 @@ class SimConfig:
     chunked_prefill: bool = True
     prefix_caching: bool = True
     admission: str = "optimistic"  # optimistic | guaranteed (engines.yaml)
+    prefill_priority: bool = False  # prompt steps run alone, the decoders waiting (engines.yaml)
     max_context: int | None = None  # tokens per sequence (engine max_model_len); None: the model's
     spec: SpecConfig | None = None
     disagg: DisaggConfig | None = None
@@ -108,7 +109,7 @@ class SimConfig:
         base = cls(scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                    max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
                    chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
-                   admission=eng.admission)
+                   admission=eng.admission, prefill_priority=eng.prefill_priority)
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     def describe(self) -> str:
@@ -119,6 +120,8 @@ class SimConfig:
         parts = [f"{self.scheduler} batching", kv + ")",
                  f"max {self.max_num_seqs} seqs", f"{self.max_num_batched_tokens:,} tokens/step"]
         parts.append("chunked prefill" if self.chunked_prefill else "whole prefills")
+        if self.prefill_priority:
+            parts.append("prefill first")
         parts.append("prefix cache" if self.prefix_caching and self.kv_layout == "paged" else "no prefix cache")
         if self.spec:
             parts.append(f"speculative {self.spec.label()}")
@@ -196,7 +199,7 @@ def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
         new = replace(cfg, scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                       max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
                       chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
-                      admission=eng.admission)
+                      admission=eng.admission, prefill_priority=eng.prefill_priority)
         return new, replace(dep, engine=eng)
     if axis == "max_seqs":
         return replace(cfg, max_num_seqs=_int(value, axis)), dep

@@ -53,6 +53,7 @@ class Engine:
         self.step_a = 1
         self.step_decoding = 0
         self.joined_ready: list[Seq] = []
+        self.paused_s = 0.0  # time the decode cohort has waited since its last step (prefill priority)
 
     # ---- capacity --------------------------------------------------------------------------------
     def outstanding(self) -> int:
@@ -151,7 +152,9 @@ class Engine:
         if len(self.running) > stats.peak_running:
             stats.peak_running = len(self.running)
         if self.step_decoding:
-            cohort.gaps.append(dur)  # every member's gap this step
+            # every member's gap this step, and any prompt-only steps it waited through (prefill priority)
+            cohort.gaps.append(dur + self.paused_s)
+            self.paused_s = 0.0
             if self.joined_ready:
                 for seq in self.joined_ready:  # first decode after a KV transfer: the gap spans the wait
                     seq.seg_start += 1
@@ -163,6 +166,8 @@ class Engine:
                     total = -(-(seq.base + cohort.A) // self.bs) if self.grow else seq.nblocks
                     seq.emitted = seq.output
                     self._finish(seq, now, total)
+        elif cohort.n:
+            self.paused_s += dur  # a prompt-only step the decoders waited through
         if self.chunks:
             self._apply_chunks(now)
 
@@ -190,6 +195,8 @@ class Engine:
                 self.sink.on_handoff(self, seq, now)
             else:
                 cohort.join(seq, seq.target, seq.output - seq.emitted)
+                if self.paused_s:  # the cohort's next gap spans prompt steps before this one: its own gap
+                    self.joined_ready.append(seq)
         self.chunks.clear()
 
     def _finish(self, seq: Seq, now: float, total_blocks: int) -> None:

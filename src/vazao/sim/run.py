@@ -220,10 +220,10 @@ def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None
         warnings.append(f"{stats.preemptions:,} preemptions: the KV cache ran out and requests were recomputed")
     summary = stats.summary(slo)
     regime = "queueing" if workload.arrival.kind == "burst" else "serving"
-    figures = {"output_tokens_per_s": (summary.output_tokens_per_s, False),
-               "ttft_p95_s": (summary.ttft_s.p95, True), "itl_p95_s": (summary.itl_s.p95, True),
-               "tpot_p50_s": (summary.tpot_s.p50, True)}
-    bands = {k: deployment_band(dep, regime, v, latency=lat) for k, (v, lat) in figures.items() if v}
+    figures = {"output_tokens_per_s": (summary.output_tokens_per_s, ""),
+               "ttft_p95_s": (summary.ttft_s.p95, "ttft_ms"), "itl_p95_s": (summary.itl_s.p95, "itl_ms"),
+               "tpot_p50_s": (summary.tpot_s.p50, "tpot_ms")}
+    bands = {k: deployment_band(dep, regime, v, metric=m) for k, (v, m) in figures.items() if v}
     bands = {k: v for k, v in bands.items() if v} or None
     prompt_tokens = sum(p for i, p in enumerate(stats.r_prompt) if i not in stats.r_error)
     return SimResult(

@@ -15,6 +15,9 @@ how many each advances this step (vLLM v1's rule). In order:
    cache hits; reserved: max_context tokens up front). The queue head that does not fit blocks
    the ones behind it.
 
+With prefill priority (SGLang) a step that can carry prompt chunks carries only them (2 and 3 with the
+whole budget), and the decoders wait for the first step that cannot; their gap spans the prompt steps.
+
 Static batching admits only when nothing is running, then as many as fit at once with their whole
 prompts in one step; the batch runs until its longest member finishes.
 """
@@ -37,6 +40,7 @@ class Scheduler:
         self.budget = (cfg.max_num_batched_tokens if self.chunked or self.static
                        else max(cfg.max_num_batched_tokens, engine.max_context))
         self.max_seqs = cfg.max_num_seqs
+        self.prefill_first = cfg.prefill_priority and not self.static
         self.cost = step_cost
         self.dep = engine.dep
         self.memo: dict = {}  # (prefix id, blocks) → (pool.evictions when looked up, block ids)
@@ -64,6 +68,11 @@ class Scheduler:
             e.admit(seq)
             cohort.join(seq, seq.target, seq.output - seq.emitted)
             e.joined_ready.append(seq)
+
+        # prefill first (SGLang): prompts that can be scheduled run in a step of their own, the decoders
+        # waiting; only when no prompt chunk can go does the decode batch run
+        if self.prefill_first and (e.prefilling or waiting) and self._prefill_alone(now):
+            return self._cost()
 
         # 1. decoders
         a = 1
@@ -107,6 +116,29 @@ class Scheduler:
         e.busy = True
         e.step_start = now
         return self._cost()
+
+    def _prefill_alone(self, now: float) -> bool:
+        """Schedule a step of prompt chunks only (the decode cohort waits); False when none can go."""
+        e = self.e
+        budget = self.budget
+        for seq in e.prefilling:
+            if budget <= 0:
+                break
+            rem = seq.target - seq.computed
+            n = min(rem, budget) if self.chunked else rem
+            if not self.chunked and e.chunks and rem > budget:
+                break
+            e.chunks.append((seq, n))
+            budget -= n
+        if e.waiting and len(e.running) < self.max_seqs:
+            self._admit(budget, bool(e.chunks))
+        if not e.chunks:
+            return False
+        e.step_a = 1
+        e.step_decoding = 0
+        e.busy = True
+        e.step_start = now
+        return True
 
     def _admit(self, budget: int, scheduled: bool) -> None:
         e = self.e
