@@ -5,8 +5,9 @@ shared/data/published-serving.csv falls in the fitting half or the held-out half
 so a configuration's TTFT and TPOT rows stay together. TensorRT-LLM is fitted on its serving half and
 its release-1.x half of published-measurements.csv together (the 0.14 and 0.17 entries keep theirs).
 Few global parameters per engine family (FAMILY_PARAMS); the bands are the residual quantiles on the
-fitting half. `--write` stores the fit in src/vazao/catalog/data/calibration.yaml; `--logo` also
-fits on the H100 rows and predicts the H200 ones, and back. Results: bench/results/serving_fit.json.
+fitting half. `--write` stores the fit in src/vazao/catalog/data/calibration.yaml (the fit of this
+session is kept as bench/results/serving_profiles.yaml instead, not shipped: docs/accuracy.md); `--iters 0`
+re-scores the profile's current values. Results: bench/results/serving_fit.json.
 """
 
 from __future__ import annotations
