@@ -25,8 +25,8 @@ SIM_REQUESTS = 500  # TensorRT-LLM's online-serving table: 500 requests per rate
 # A fixed-concurrency benchmark sends a few requests per client (genai-perf and aiperf scripts use
 # --request-count = concurrency × a small multiple), every client starting at once: the first round
 # arrives as one burst, and with uniform lengths the rounds after it stay more or less in step. The
-# serving file does not state its count; 4 is the value that fits its TTFT best over the three engines on
-# the half of its configurations kept for fitting (docs/accuracy.md).
+# serving file does not state its count; 4 was chosen among 2–16 on 200 random configurations of it as the
+# compromise between TensorRT-LLM's TTFT (best at 2–3) and vLLM's (best at 10–16) (docs/accuracy.md).
 CLOSED_LOOP_ROUNDS = 4
 _KV_NAMES = {"fp8": "fp8", "fp8 kv": "fp8", "int8": "int8", "bf16": "fp16", "fp16": "fp16", "f16": "fp16",
              "float16": "fp16", "bfloat16": "fp16", "fp4": "fp4", "nvfp4": "fp4"}
