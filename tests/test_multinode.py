@@ -20,7 +20,7 @@ from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
 from vazao.physics.deployment import Deployment, make_deployment
 from vazao.physics.memory import ACT_BYTES
-from vazao.physics.step import INTER_NODE_LATENCY_S, P2P_LATENCY_S, BatchShape, step_cost
+from vazao.physics.step import INTER_NODE_LATENCY_S, INTRA_NODE_HOP_LATENCY_S, P2P_LATENCY_S, BatchShape, step_cost
 from vazao.units import GB
 
 DECODE = BatchShape.decode(64, 2048)
@@ -145,7 +145,8 @@ def test_tp16_over_two_dgx_h100_all_reduces_over_the_network(h100):
     """405B bf16, tp16 on 16 H100 = two DGX H100. Each of the step's 2 × 126 all-reduces crosses the network.
     Ring rule: the hop leaving a node carries the 8 ranks it holds over their 8 NICs, so it runs at
     min(NVLink 450, 8 × 50 GB/s) = 400 GB/s (NCCL's busBw = channels × per-channel speed), and each all-reduce
-    adds 2(nodes − 1) = 2 network steps of INTER_NODE_LATENCY_S."""
+    adds 2(nodes − 1) = 2 network steps of INTER_NODE_LATENCY_S in place of two of its 2(16 − 1) hops inside a
+    node (NCCL's nsteps − nInterSteps intra hops)."""
     real = dep_on(h100, "llama-3.1-405b", 16, 16)
     imaginary = dep_on(one_domain(h100, 16), "llama-3.1-405b", 16, 16)
     m, eff = real.model, real.engine.comm_efficiency
@@ -154,7 +155,7 @@ def test_tp16_over_two_dgx_h100_all_reduces_over_the_network(h100):
     act = DECODE.new_tokens * m.hidden_size * ACT_BYTES  # bytes each all-reduce sums, per rank
     ring = 2 * (16 - 1) / 16 * act
     nvlink, network = 450 * GB * eff, min(450 * GB, 8 * 50 * GB) * eff
-    extra = allreduces * (ring / network - ring / nvlink + 2 * INTER_NODE_LATENCY_S)
+    extra = allreduces * (ring / network - ring / nvlink + 2 * (INTER_NODE_LATENCY_S - INTRA_NODE_HOP_LATENCY_S))
 
     slow, fast = step_cost(real, DECODE), step_cost(imaginary, DECODE)
     assert slow.comm_s - fast.comm_s == pytest.approx(extra, rel=1e-9)
@@ -162,7 +163,8 @@ def test_tp16_over_two_dgx_h100_all_reduces_over_the_network(h100):
     assert slow.compute_s == fast.compute_s and slow.memory_s == fast.memory_s  # only the network differs
     c = real.consts
     assert c.allreduce_factor_s_per_byte == pytest.approx(2 * 15 / 16 / network, rel=1e-12)
-    assert c.allreduce_latency_s == pytest.approx(real.engine.allreduce_latency_s + 2 * INTER_NODE_LATENCY_S)
+    assert c.allreduce_latency_s == pytest.approx(real.engine.allreduce_latency_s + 2 * INTER_NODE_LATENCY_S
+                                                  + 28 * INTRA_NODE_HOP_LATENCY_S)
 
 
 def test_tp16_over_pcie_boxes_is_bounded_by_the_box_nic():
@@ -218,8 +220,19 @@ def test_more_nodes_cost_more_network_steps(h100):
     c16 = dep_on(h100, "llama-3.1-405b", 16, 16).consts
     c32 = dep_on(h100, "llama-3.1-405b", 32, 32).consts  # 405B: 128 heads, tp32 over 4 nodes
     lat = dep_on(h100, "llama-3.1-405b", 16, 16).engine.allreduce_latency_s
-    assert c16.allreduce_latency_s == pytest.approx(lat + 2 * INTER_NODE_LATENCY_S)
-    assert c32.allreduce_latency_s == pytest.approx(lat + 6 * INTER_NODE_LATENCY_S)
+    assert c16.allreduce_latency_s == pytest.approx(lat + 2 * INTER_NODE_LATENCY_S + 28 * INTRA_NODE_HOP_LATENCY_S)
+    assert c32.allreduce_latency_s == pytest.approx(lat + 6 * INTER_NODE_LATENCY_S + 56 * INTRA_NODE_HOP_LATENCY_S)
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_an_all_reduce_inside_a_node_pays_a_hop_per_ring_step(h100, tp):
+    """NCCL's ring model (src/graph/tuning.cc: latency = baseLat + nsteps × hwLat[NVLINK][Ring], nsteps =
+    2(n − 1) for an all-reduce; LL128's hop 1.9 us): on top of the engine's fixed cost, 2(tp − 1) hops —
+    tp8 pays 14 × 1.9 = 26.6 us more per all-reduce than one GPU would, 2 × 32 of them a Llama-8B step."""
+    dep = dep_on(h100, "llama-3.1-8b", tp, tp)
+    assert dep.consts.allreduce_latency_s == pytest.approx(
+        dep.engine.allreduce_latency_s + 2 * (tp - 1) * INTRA_NODE_HOP_LATENCY_S)
+    assert INTRA_NODE_HOP_LATENCY_S == 1.9e-6
 
 
 def test_ideal_keeps_no_latency(h100):
@@ -229,14 +242,15 @@ def test_ideal_keeps_no_latency(h100):
 
 def test_macs_over_thunderbolt_keep_their_link():
     """Two Macs (one device a box): the all-reduce already ran over Thunderbolt, and still does; only the
-    network steps' latency is new."""
+    latency of its two ring steps changes: network steps (INTER_NODE_LATENCY_S) where a box of two would make
+    hops inside a node."""
     mac = get_accelerator("m2-ultra")
     real = make_deployment("llama-3.1-8b", mac, "bf16", count=2, tp=2, engine="llama.cpp")
     before = make_deployment("llama-3.1-8b", replace(mac, gpus_per_node=None), "bf16", count=2, tp=2,
                              engine="llama.cpp")
     assert real.consts.allreduce_factor_s_per_byte == before.consts.allreduce_factor_s_per_byte
     assert real.consts.allreduce_latency_s == pytest.approx(before.consts.allreduce_latency_s
-                                                            + 2 * INTER_NODE_LATENCY_S)
+                                                            + 2 * (INTER_NODE_LATENCY_S - INTRA_NODE_HOP_LATENCY_S))
     assert step_cost(real, DECODE).time_s > step_cost(before, DECODE).time_s
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +71,24 @@ def test_throughput_never_exceeds_the_roofline(model, gpu, fmt, shape, engine, t
 def test_mapping_proxy_is_preserved_by_replace():
     acc = accelerators()["h100-sxm"]
     assert isinstance(replace(acc, memory_bandwidth_bytes_per_s=1.0).peak_flops, MappingProxyType)
+
+
+def test_moe_memory_efficiency_slows_only_the_routed_experts_reads():
+    # the routed experts' weights stream at moe_memory_efficiency of the dense rate; a dense model, the KV
+    # cache and the dense layers of a MoE model are untouched (physics/step.py, roofline)
+    from vazao.physics.step import StepConstants, experts_touched, step_work
+
+    base = make_deployment("qwen3-235b-a22b", "h200-sxm", "fp8", strict=False, engine="vllm", tp=4, count=4)
+    moe = replace(base, engine=replace(base.engine, moe_memory_efficiency=1.0))
+    slow = replace(base, engine=replace(base.engine, moe_memory_efficiency=0.5))
+    shape = BatchShape.decode(16, 2048)
+    a, b = step_cost(moe, shape), step_cost(slow, shape)
+    c = StepConstants.of(moe)
+    w = step_work(c.shard, shape)
+    touched = experts_touched(c.shard.num_experts, c.shard.experts_per_token, 16)
+    assert w.expert_bytes == touched * c.shard.expert_bytes > 0
+    # 1 / 0.5 − 1: each expert byte costs once more its dense time
+    assert b.memory_s - a.memory_s == pytest.approx(w.expert_bytes / (c.bandwidth * c.memory_eff), rel=1e-9)
+    dense = make_deployment("llama-3.1-8b", "h200-sxm", "fp8", strict=False, engine="vllm")
+    dense_slow = replace(dense, engine=replace(dense.engine, moe_memory_efficiency=0.5))
+    assert step_cost(dense_slow, shape) == step_cost(dense, shape)

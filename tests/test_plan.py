@@ -68,8 +68,11 @@ def test_ranked_best_first_and_the_front_is_not_dominated():
 
 
 def test_few_users_on_a_large_model_pick_cheap_vram_with_16_bit_tensor_cores():
+    # seed 003's rule is about the predicted economics; held at the band's edge instead, the 4090 pays for
+    # the vLLM fit never having seen Ada or AWQ (its bands are twice as wide) and needs a second replica
     r = _plan(traffic=Traffic(concurrency=2), models=("llama-3.1-70b",), formats=("int4-awq",),
-              gpus=("rtx-4090", "h100-sxm", "a100-sxm-80gb"), max_gpus=8, simulate_top=12)
+              gpus=("rtx-4090", "h100-sxm", "a100-sxm-80gb"), max_gpus=8, simulate_top=12,
+              slo=SLO.parse("ttft_p95=1s,tpot_p95=50ms").judged_by("prediction"))
     w = r.winner
     assert w is not None and w.shape.gpu == "rtx-4090"
     assert w.usd_per_month < min(c.usd_per_month for c in r.candidates if c.shape.gpu == "h100-sxm" and c.meets_slo)

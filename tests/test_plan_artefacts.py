@@ -33,9 +33,9 @@ K8S_VERSIONS = ("1.34.0", kubernetes_validate.latest_version())
 SECRET = "hf_vazaoTestSentinelToken0123456789"
 
 
-def _plan(gpu: str, fmt: str, rate: float, engines: tuple[str, ...] = ()):
+def _plan(gpu: str, fmt: str, rate: float, engines: tuple[str, ...] = (), model: str = "llama-3.1-8b"):
     inp = PlanInputs(workload="chat", traffic=Traffic(rate=rate), slo=SLO.parse("ttft_p95=1s,tpot_p95=50ms"),
-                     models=("llama-3.1-8b",), gpus=(gpu,), formats=(fmt,), engines=engines, requests=80,
+                     models=(model,), gpus=(gpu,), formats=(fmt,), engines=engines, requests=80,
                      simulate_top=4, max_gpus=8)
     result = run_plan(inp, workers=1)
     assert result.winner is not None, result.pruned_by_reason()
@@ -46,8 +46,8 @@ def _plan(gpu: str, fmt: str, rate: float, engines: tuple[str, ...] = ()):
 def plans():
     out = {
         "one": _plan("h100-sxm", "bf16", 4.0),  # 1 replica, 1 GPU
-        "replicas": _plan("h100-sxm", "bf16", 60.0),  # several 1-GPU replicas
-        "tp": _plan("l40s", "bf16", 40.0),  # several tensor-parallel replicas
+        "replicas": _plan("h100-sxm", "bf16", 90.0),  # several 1-GPU replicas
+        "tp": _plan("h100-sxm", "fp8", 40.0, model="llama-3.1-70b"),  # several tensor-parallel replicas
         "gguf": _plan("rtx-4090", "q8_0", 4.0, engines=("llama.cpp",)),  # llama.cpp simulated, several replicas
     }
     assert out["one"].winner.replicas == 1
@@ -220,8 +220,9 @@ def test_bench_sh_checks_the_planned_traffic_through_the_endpoint(plans):
 
 
 def test_formats_an_engine_does_not_serve_are_refused(plans):
-    with pytest.raises(VazaoError, match="tp"):
-        artefacts(plans["tp"], "llama.cpp")  # llama.cpp has no tensor parallelism
+    # llama.cpp has no tensor parallelism, and FP8 has no GGUF type: the plan is refused for one or the other
+    with pytest.raises(VazaoError, match="tp|GGUF"):
+        artefacts(plans["tp"], "llama.cpp")
     with pytest.raises(VazaoError, match="GGUF"):
         artefacts(plans["gguf"], "vllm")
     with pytest.raises(VazaoError):

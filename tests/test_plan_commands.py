@@ -80,3 +80,11 @@ def test_a_t4_gets_half_and_a_quantized_v_cache_gets_flash_attention_on():
         "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--port", "8000")
     lc = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp8", max_num_seqs=4))
     assert lc.argv[-8:] == ("-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "--port", "8000")
+
+
+def test_llama_cpp_refuses_tensor_parallelism_and_formats_without_a_gguf_type():
+    # llama-server splits a model over GPUs by layer only (--split-mode layer, the planner's pp for it)
+    with pytest.raises(VazaoError, match="tp 2 has no equivalent"):
+        launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q8_0", kv="fp16", tp=2))
+    with pytest.raises(VazaoError, match="fp8 has no GGUF type"):
+        launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="fp8", kv="fp16"))

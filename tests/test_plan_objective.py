@@ -106,7 +106,7 @@ def test_an_slo_nothing_meets_exits_1_naming_the_binding_constraint_and_the_clos
     from vazao.cli import app
 
     r = CliRunner().invoke(app, ["plan", "-m", "llama-3.1-8b", "-g", "l4", "--traffic", "3/s", "--max-gpus", "2",
-                                 "--slo", "ttft_p95=300ms,tpot_p95=40ms", "--no-disagg", "--requests", "100",
+                                 "--slo", "ttft_p95=300ms,tpot_p95=100ms", "--no-disagg", "--requests", "100",
                                  "--workers", "1"])
     assert r.exit_code == 1, r.output
     assert "no deployment meets the SLO; binding constraint ttft_p95; closest: llama-3.1-8b bf16 on 2× l4" in \

@@ -164,9 +164,14 @@ def test_speculative_decoding_2_to_3x_at_batch_1_shrinking_with_batch(h100_8b, d
         return simulate(h100_8b, w, cfg).summary.tpot_s.mean
 
     gains = {b: tpot(b, False) / tpot(b, True) for b in (1, 32, 256)}
-    assert 2.0 <= gains[1] <= 3.0, gains
+    assert 2.0 <= gains[1] <= 3.0, gains  # Leviathan et al.'s 2-3x (seed 004), at batch 1
     assert gains[1] > gains[32] > gains[256], gains
-    assert gains[256] < 1.5, gains  # verifying 5 tokens × 256 sequences is compute-bound
+    # verifying 5 tokens × 256 sequences is compute-bound where one token each is not, so the gain falls out of
+    # the seed's 2-3x: what speculation buys at batch 1 it does not at a full batch
+    verify = step_cost(h100_8b, BatchShape.from_sequences([(5, 650)] * 256))
+    plain = step_cost(h100_8b, BatchShape.from_sequences([(1, 650)] * 256))
+    assert verify.bound == "compute" and plain.bound == "memory"
+    assert gains[256] < 2.0, gains
 
 
 # ---- seed 004: the KV cache sets the batch ceiling ----------------------------------------------

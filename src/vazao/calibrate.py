@@ -124,8 +124,8 @@ def _loss_task(rows, path, overrides, sim_requests) -> float:
     return _evaluate(rows, path, overrides, sim_requests)[0]
 
 
-def _candidates(name: str, value: float, step: float) -> list[float]:
-    lo, hi = CALIBRATED[name]
+def _candidates(name: str, value: float, step: float, bounds: Mapping | None = None) -> list[float]:
+    lo, hi = (bounds or CALIBRATED)[name] if name in (bounds or {}) else CALIBRATED[name]
     start = value if value > 0 else _FLOOR.get(name, lo)
     out = {min(hi, max(lo, start * f)) for f in (1 / step**2, 1 / step, step, step**2)}
     if value > 0 and name in _FLOOR:
@@ -152,9 +152,10 @@ def residuals_by_regime(results) -> dict[str, Residuals]:
 def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FIT_PARAMS,
                profile_path: str | None = None, workers: int = 1, sim_requests: int = 150,
                progress: Callable[[str], None] | None = None, min_version=None, steps=_STEPS,
-               joint_iters: int = 120) -> EngineFit:
+               joint_iters: int = 120, bounds: Mapping[str, tuple[float, float]] | None = None) -> EngineFit:
     """Coordinate search, in log steps, of `params` of one engine family on `rows` (all of that family),
-    minimising a soft-L1 loss on log error with every metric group weighted alike."""
+    minimising a soft-L1 loss on log error with every metric group weighted alike. `bounds` narrows
+    CALIBRATED's range of some parameters for this fit (what a measurement says no kernel exceeds)."""
     from vazao.validate.run import family_of, format_of, generation_of, slice_of
 
     values = {p: float(base_values[p]) for p in params}
@@ -167,7 +168,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     try:
         for step in steps:
             for name in params:
-                cands = _candidates(name, values[name], step)
+                cands = _candidates(name, values[name], step, bounds)
                 trials = [{**values, name: c} for c in cands]
                 if pool:
                     losses = list(pool.map(_loss_task, *zip(*[(rows, profile_path, overrides(t), sim_requests)
@@ -183,7 +184,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
         if pool:
             pool.shutdown(cancel_futures=True)
     values, best = _nelder_mead(rows, family, values, best, profile_path, sim_requests, workers, progress,
-                                joint_iters)
+                                joint_iters, bounds)
     # the residuals (the bands) from the predictions validate makes: full-size simulations
     from vazao.validate.predict import SIM_REQUESTS
 
@@ -197,13 +198,15 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
                      residuals_by_regime(results), seen)
 
 
-def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progress, iters: int = 120):
+def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progress, iters: int = 120,
+                 bounds: Mapping | None = None):
     """Refine jointly (coordinate steps cannot trade one parameter against another) in
     x = log(value + floor), bounded by CALIBRATED."""
     names = [n for n in values]
     floor = np.array([_INV_FLOOR if n in _INVERSE else _FLOOR.get(n, 0.0) for n in names])
-    lo = np.array([CALIBRATED[n][0] for n in names])
-    hi = np.array([CALIBRATED[n][1] for n in names])
+    rng = {n: (bounds or {}).get(n, CALIBRATED[n]) for n in names}
+    lo = np.array([rng[n][0] for n in names])
+    hi = np.array([rng[n][1] for n in names])
 
     def inner(n, v):  # a ceiling is searched as its inverse (0: none), so it can grow in from "no ceiling"
         return (_INVERSE[n] / v if v else 0.0) if n in _INVERSE else v

@@ -248,13 +248,18 @@ def steady_batch_limit(dep, input_tokens: int, output_tokens: int) -> int:
 def steady_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_tokens: int = 0) -> SteadyPoint:
     """Each request's cycle is output × (decode step at `batch`) plus `batch` prefills, each charged
     at its marginal time (its compute, or the memory time beyond one decode step's: the weights are
-    read once for both); TPOT = cycle / output; TTFT = own prefill (of the uncached prompt tokens) +
+    read once for both) where the engine mixes prompts into decode steps, at a whole step of its own
+    where it runs prompts first (EngineProfile.prefill_priority: the decoders wait through it, as
+    sim.scheduler does); TPOT = cycle / output; TTFT = own prefill (of the uncached prompt tokens) +
     one decode step; E2E = TTFT + (output − 1) × TPOT."""
     if input_tokens < 1 or output_tokens < 1 or batch < 1:
         raise VazaoError("input tokens, output tokens and batch must be positive")
     cached = min(cached_tokens, input_tokens - 1)
     pf = step_cost(dep, BatchShape.prefill(1, input_tokens - cached, cached))
-    t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
+    if dep.engine.prefill_priority:
+        t_pf = pf.time_s
+    else:
+        t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
     t_dec = decode_cost(dep, batch, input_tokens + output_tokens // 2).time_s
     cycle = output_tokens * t_dec + batch * t_pf
     tpot = cycle / output_tokens

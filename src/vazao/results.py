@@ -173,8 +173,10 @@ class Latency:
             v_lo = arr[np.searchsorted(cum, lo, side="right")]
             v_hi = arr[np.searchsorted(cum, hi, side="right")]
             out.append(float(v_lo + (v_hi - v_lo) * (pos - lo)))
-        del cum  # before the dot's float copy of the weights
-        return cls(float(np.dot(arr, w) / n), *out)
+        del cum  # before the product's float copy of the weights
+        # numpy's own pairwise sum, not a BLAS dot: a dot's result moves in the last bit with the BLAS thread
+        # count (a Ray worker runs one thread), and the same run must give the same summary wherever it runs
+        return cls(float(np.sum(arr * w) / n), *out)
 
     def get(self, name: str) -> float | None:
         return getattr(self, name)
@@ -183,11 +185,26 @@ class Latency:
 @dataclass(frozen=True)
 class SLO:
     """Per-metric limits, e.g. {'ttft_p95': 0.5, 'tpot_p95': 0.05}; a request meets the SLO
-    when each of its own values is within the limit (the percentile says which share must)."""
+    when each of its own values is within the limit (the percentile says which share must).
+    `judge` says how a prediction is held to a limit: `band` (its 80% band's pessimistic edge must be
+    within it: one chance in ten that the measured value is worse) or `prediction` (the predicted value
+    itself: an even chance; the band is still shown)."""
 
     limits: Mapping[str, float]
+    judge: str = "band"
 
     METRICS = ("ttft", "tpot", "e2e", "itl")
+    JUDGES = ("band", "prediction")
+
+    def __post_init__(self):
+        if self.judge not in self.JUDGES:
+            from vazao.errors import VazaoError
+
+            raise VazaoError(f"SLO judge {str(self.judge)[:40]!r}: expected one of {', '.join(self.JUDGES)}")
+
+    def judged_by(self, judge: str | None) -> SLO:
+        """These limits held by `judge` (None: as they are)."""
+        return self if judge is None or judge == self.judge else SLO(dict(self.limits), judge)
 
     @classmethod
     def parse(cls, text: str) -> SLO:

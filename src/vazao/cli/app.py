@@ -245,6 +245,8 @@ def fail(message: str, code: int = 2) -> None:
 
 JSON = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress bar and no notes on stderr: only the result.")
+JUDGE = typer.Option("band", "--judge", help="How a predicted latency is held to an SLO limit: band (its 80% "
+                     "band's pessimistic edge must be within it) or prediction (the predicted value).")
 
 
 def show_progress(json_out: bool, quiet: bool) -> bool:

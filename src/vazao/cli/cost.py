@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from vazao import limits
-from vazao.cli.app import JSON, QUIET, app, console, emit_json, sub_app
+from vazao.cli.app import JSON, JUDGE, QUIET, app, console, emit_json, sub_app
 from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 from vazao.inputs import number, output_file, split_list, write_text
@@ -301,16 +301,20 @@ def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | 
     return RequestShape(input_tokens, output_tokens), fixed_workload(input_tokens, output_tokens), None
 
 
-def _slo(text: str | None):
-    """(SLO or None, the line that says which): the default when none is given; "none" for no limit."""
+def _slo(text: str | None, judge: str = "band"):
+    """(SLO or None, the line that says which): the default when none is given; "none" for no limit;
+    `judge` says what is held to the limits (SLO.judge)."""
     from vazao.plan import DEFAULT_SLO
     from vazao.results import SLO
 
     if text is not None and text.strip().lower() == "none":
         return None, "SLO: none (throughput at saturation, whatever the latency)"
-    s = SLO.parse(text or DEFAULT_SLO)
+    s = SLO.parse(text or DEFAULT_SLO).judged_by(judge)
     limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in s.limits.items())
-    return s, f"SLO: {limits}" + (" (the default; --slo to change, --slo none for none)" if text is None else "")
+    how = ("each held at its band's pessimistic edge" if judge == "band"
+           else "each held at the predicted value (--judge prediction)")
+    return s, f"SLO: {limits}, {how}" + (" (the default; --slo to change, --slo none for none)"
+                                         if text is None else "")
 
 
 def _traffic(text: str | None, utilisation: str):
@@ -333,6 +337,7 @@ def cost_selfhost_cmd(
     count: int = typer.Option(None, "--count", "-n", help="GPUs (default: the cheapest per request of 1, 2, 4, 8)."),
     usd_per_hour: str = typer.Option(None, "--usd-per-hour", help="$/GPU-hour (default: the GPU catalog's)."),
     workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    judge: str = JUDGE,
     traffic: str = TRAFFIC,
     measured: Path = typer.Option(None, "--measured", help="Take throughput from a `vazao bench` JSON run."),
     utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
@@ -352,7 +357,7 @@ def cost_selfhost_cmd(
         shape, w = None, None  # the run brings its own throughput; no request shape needed
     else:
         shape, w, _plan = _shape(workload, input_tokens, output_tokens)
-    s, slo_note = _slo(slo)
+    s, slo_note = _slo(slo, judge)
     rps = _traffic(traffic, utilisation)
     if measured is not None and count is None:
         raise VazaoError("with --measured, say how many GPUs served the run (--count)")
@@ -366,7 +371,8 @@ def cost_selfhost_cmd(
     out = shape.output_tokens if shape else None
     if json_out:
         emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
-                   "slo_is_default": slo is None, "traffic_requests_per_s": rps, **c.to_json()})
+                   "slo_judge": s.judge if s else None, "slo_is_default": slo is None, "traffic_requests_per_s": rps,
+                   **c.to_json()})
         return
     console.print(slo_note, highlight=False)
     print_lines(console, R.selfhost_lines(c))
@@ -379,6 +385,7 @@ def cost_breakeven_cmd(
     gpus: str = typer.Option("h100-sxm,a100-sxm-80gb", "--gpus", help="Comma-separated accelerator ids."),
     count: int = typer.Option(None, "--count", "-n", help="GPUs per deployment (default: cheapest of 1, 2, 4, 8)."),
     workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    judge: str = JUDGE,
     traffic: str = TRAFFIC,
     cache: str = CACHE, utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
     prices_file: Path = PRICES_FILE, plot: Path = PLOT, quiet: bool = QUIET, json_out: bool = JSON,
@@ -397,7 +404,7 @@ def cost_breakeven_cmd(
     utilisation = parse_utilisation(utilisation, "--utilisation")
     shape, w, plan = _shape(workload, input_tokens, output_tokens)
     inp, out = shape.input_tokens, shape.output_tokens
-    s, slo_note = _slo(slo)
+    s, slo_note = _slo(slo, judge)
     per_request = api_usd_per_request(table, shape, plan, cache)
     q = SelfHostQuery(model, gpu_ids[0], shape, w, count=count, fmt=fmt, engine=engine, utilisation=utilisation,
                       slo=s, analytic=analytic)
@@ -406,7 +413,8 @@ def cost_breakeven_cmd(
     at = [monthly_at(r.selfhost, rps, per_request) for r in rows] if rps is not None else None
     result = {"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
               "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
-              "slo": dict(s.limits) if s else None, "slo_is_default": slo is None,
+              "slo": dict(s.limits) if s else None, "slo_judge": s.judge if s else None,
+              "slo_is_default": slo is None,
               "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
               "rows": [r.to_json() for r in rows],
               **({"traffic_requests_per_s": rps, "at_traffic": at} if at is not None else {})}

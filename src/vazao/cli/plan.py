@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from vazao import inputs
-from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, show_progress
+from vazao.cli.app import JSON, JUDGE, QUIET, app, console, emit_json, err_console, show_progress
 from vazao.cli.plotting import PLOT, check_plot, write_plot
 from vazao.errors import VazaoError
 
@@ -66,6 +66,7 @@ def plan_cmd(
                                                                    "decode pools (vLLM, SGLang)."),
     slo: str | None = typer.Option(None, "--slo", help="Latency limits, e.g. ttft_p95=500ms,tpot_p95=40ms "
                                                        "(default ttft_p95=1s,tpot_p95=50ms)."),
+    judge: str = JUDGE,
     engines: str | None = typer.Option(None, "--engines", "-e", help="Engine profiles to try (default: each "
                                                                      "GPU's default engine)."),
     kv: str | None = typer.Option(None, "--kv", help="KV-cache dtypes to try (default: the engine's own)."),
@@ -113,7 +114,7 @@ def plan_cmd(
     if objective == "throughput" and gpu_count is None:
         raise VazaoError("--objective throughput needs --gpu-count N: the GPUs every deployment spreads over")
 
-    limits = slo_with_user_tps(SLO.parse(slo or DEFAULT_SLO), user_tps, slo_given=slo is not None)
+    limits = slo_with_user_tps(SLO.parse(slo or DEFAULT_SLO).judged_by(judge), user_tps, slo_given=slo is not None)
     if curves is None:
         curves = 3 if (json_out or plot is not None) else 0
     inp = PlanInputs(workload=workload, traffic=Traffic.parse(traffic), slo=limits,

@@ -181,16 +181,22 @@ def steady_workload(workload: Workload, *, requests: int, rate: float | None = N
 
 @dataclass(frozen=True)
 class Check:
-    """One SLO term of a run: the predicted value, its 80% band's pessimistic edge, the limit."""
+    """One SLO term of a run: the predicted value, its 80% band's pessimistic edge, the limit, and what
+    is held to the limit (SLO.judge: the edge, or the value itself)."""
 
     key: str
     value: float | None
     edge: float | None  # None: no band (uncalibrated profile)
     limit: float
+    judge: str = "band"
+
+    @property
+    def judged(self) -> float | None:
+        return self.edge if self.edge is not None and self.judge == "band" else self.value
 
     @property
     def met(self) -> bool:
-        v = self.edge if self.edge is not None else self.value
+        v = self.judged
         return v is not None and v <= self.limit
 
     @property
@@ -199,12 +205,12 @@ class Check:
 
     @property
     def ratio(self) -> float:
-        v = self.edge if self.edge is not None else self.value
+        v = self.judged
         return math.inf if v is None else v / self.limit
 
     def to_json(self) -> dict:
         return {"key": self.key, "value_s": self.value, "pessimistic_s": self.edge, "limit_s": self.limit,
-                "met": self.met}
+                "judged_by": self.judge, "met": self.met}
 
 
 # an SLO term's latency metric as the validator names it (its band's residuals)
@@ -214,7 +220,8 @@ _METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e": "e2e
 def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
     """Each SLO term of a run with its band (the calibrated profile's residuals, widened where the
     profile never saw the GPU generation, format or family), and the bands by term. A limit is met
-    when the band's pessimistic edge is within it: the one judgement plan and cost share."""
+    when the band's pessimistic edge is within it (or, with SLO.judge "prediction", the value): the
+    one judgement plan and cost share."""
     from vazao.bands import deployment_band
 
     checks, bands = [], {}
@@ -225,7 +232,7 @@ def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> t
             if value else None
         if b:
             bands[key] = b
-        checks.append(Check(key, value, b[1] if b else None, limit))
+        checks.append(Check(key, value, b[1] if b else None, limit, slo.judge))
     return tuple(checks), bands
 
 

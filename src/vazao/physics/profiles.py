@@ -23,6 +23,9 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "attention_efficiency": (0.05, 1.0),  # of memory_efficiency, on KV-cache reads
     "narrow_compute_efficiency": (0.05, 1.0),  # of compute_efficiency, on 8- and 4-bit tensor cores
     "moe_efficiency": (0.02, 1.0),  # of compute_efficiency, on grouped expert GEMMs
+    # of memory_efficiency, on routed experts' weights: a decode step's grouped expert GEMMs see a token or
+    # two per expert, and stream their weights slower than one dense GEMM streams the same bytes
+    "moe_memory_efficiency": (0.05, 1.0),
     "comm_efficiency": (0.02, 1.0),  # achieved share of the link bandwidth in all-reduce
     "compute_ramp_tokens": (0.0, 8192.0),  # tokens in a GEMM at which it reaches half its efficiency
     # the streaming rate an engine's kernels saturate at whatever the memory (Little's law: bytes in flight
@@ -79,6 +82,7 @@ class EngineProfile:
     attention_efficiency: float = 1.0
     narrow_compute_efficiency: float = 1.0
     moe_efficiency: float = 1.0
+    moe_memory_efficiency: float = 1.0
     comm_efficiency: float = 1.0
     compute_ramp_tokens: float = 0.0
     stream_ceiling_bytes_per_s: float = 0.0
@@ -180,7 +184,8 @@ class EngineProfile:
             self, compute_efficiency=1.0, memory_efficiency=1.0, step_overhead_s=0.0,
             per_sequence_overhead_s=0.0, allreduce_latency_s=0.0, gpu_memory_utilization=1.0,
             reserved_bytes=0.0, activation_workspace=False, attention_efficiency=1.0,
-            narrow_compute_efficiency=1.0, moe_efficiency=1.0, comm_efficiency=1.0, compute_ramp_tokens=0.0,
+            narrow_compute_efficiency=1.0, moe_efficiency=1.0, moe_memory_efficiency=1.0, comm_efficiency=1.0,
+            compute_ramp_tokens=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             pipeline_bubble=0.0,
             request_overhead_s=0.0, memory_basis="total",

@@ -5,7 +5,8 @@ The one cost model both the analytic estimates and the simulator call. A step is
 computed per tensor-parallel rank. Efficiencies are the engine profile's: a GEMM over n tokens reaches
 n / (n + compute_ramp_tokens) of its large-GEMM efficiency (short prompts, and experts that see few
 tokens each, never reach the peak), 8- and 4-bit tensor cores reach narrow_compute_efficiency of it,
-grouped expert GEMMs moe_efficiency, KV-cache reads attention_efficiency of the streaming bandwidth
+grouped expert GEMMs moe_efficiency (and stream routed experts' weights at moe_memory_efficiency of the
+dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
 and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
 over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs.
 """
@@ -23,6 +24,10 @@ P2P_LATENCY_S = 5e-6
 # for its LL / LL128 / Simple protocols; LL128 taken, the one it picks for the KB-to-MB messages of decode and
 # chunked prefill). A ring all-reduce over n nodes makes 2(n - 1) such steps (nInterSteps there).
 INTER_NODE_LATENCY_S = 4e-6
+# One hop of a ring inside a node, in the same model (hwLat[NVLINK][Ring], 0.47 / 1.9 / 3.4 us for LL / LL128 /
+# Simple; PCIe's LL128 2.5 us): an all-reduce over n GPUs of one node makes 2(n - 1) of them (nsteps there), so
+# its latency grows with the tensor-parallel width on top of the engine's fixed cost (allreduce_latency_s).
+INTRA_NODE_HOP_LATENCY_S = 1.9e-6
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
@@ -222,7 +227,8 @@ class StepConstants:
     or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
-                 "kv_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor", "attn_eff",
+                 "kv_memory_eff", "expert_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor",
+                 "attn_eff",
                  "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s")
@@ -241,6 +247,7 @@ class StepConstants:
         if ceiling:  # achieved stream rate: 1 / (1 / (peak × eff) + 1 / ceiling), as a share of the peak
             self.memory_eff = 1.0 / (1.0 / eng.memory_efficiency + bandwidth / ceiling)
         self.kv_memory_eff = self.memory_eff * eng.attention_efficiency
+        self.expert_memory_eff = self.memory_eff * eng.moe_memory_efficiency
         # `narrow`: the matmuls run on 8- or 4-bit tensor cores (a bool, or an array over accelerators)
         narrow_f = _where(narrow, eng.narrow_compute_efficiency, 1.0) if _is_array(narrow) else (
             eng.narrow_compute_efficiency if narrow else 1.0)
@@ -262,7 +269,9 @@ class StepConstants:
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
         self.allreduce_latency_s = eng.allreduce_latency_s
         if eng.allreduce_latency_s:  # the physical limit (--ideal) has no latencies at all
-            self.allreduce_latency_s = eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
+            intra_steps = 2 * (tp - 1) - ar_net_steps if tp > 1 else 0
+            self.allreduce_latency_s = (eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
+                                        + intra_steps * INTRA_NODE_HOP_LATENCY_S)
         # roofline charges pp_hops × these: the per-hop mean of the hops inside a node and those across nodes
         hops = pp - 1
         self.p2p_s_per_byte = (_pick(crossings > 0, ((hops - crossings) / link + crossings / cross_link) / hops,
@@ -308,6 +317,7 @@ class StepWork:
     dequant_flops: float
     bytes: float  # weights and activations
     kv_bytes: float
+    expert_bytes: float  # of `bytes`: the routed experts' weights the step reads
     collective_bytes: float  # activation bytes per all-reduce / pipeline hand-off
 
     @property
@@ -338,6 +348,7 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
         dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
         bytes=weight_bytes + s.act_bytes_per_token * new,
         kv_bytes=kv_bytes,
+        expert_bytes=touched * s.expert_bytes,
         collective_bytes=new * s.hidden_bytes_per_token,
     )
 
@@ -353,7 +364,8 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     if s.expert_flops_per_token:  # not w.expert_flops: the simulator's decode runs pass arrays of batches
         expert_eff = c.expert_eff * (w.expert_tokens / (w.expert_tokens + ramp) if ramp else 1.0)
         compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)
-    memory_s = w.bytes / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff) + c.offload_s
+    memory_s = ((w.bytes - w.expert_bytes) / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff)
+                + w.expert_bytes / (c.bandwidth * c.expert_memory_eff) + c.offload_s)
     act = w.collective_bytes
     comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
               + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))

@@ -34,7 +34,7 @@ def slo_with_user_tps(slo: SLO, user_tps: float | None, *, slo_given: bool) -> S
     tps = float(inputs.positive(user_tps, "tokens/s per user", maximum=1e5))
     limits = {k: v for k, v in slo.limits.items() if slo_given or k.split("_", 1)[0] != "tpot"}
     limits["tpot_mean"] = min(limits.get("tpot_mean", 1.0 / tps), 1.0 / tps)
-    return SLO(limits)
+    return SLO(limits, slo.judge)
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,7 @@ class PlanInputs:
 
     def to_json(self) -> dict:
         return {"workload": self.workload, "traffic": self.traffic.to_json(), "slo": dict(self.slo.limits),
+                "slo_judge": self.slo.judge,
                 "slo_is_default": self.slo_is_default, "models": list(self.models), "gpus": list(self.gpus),
                 "formats": list(self.formats), "engines": list(self.engines), "kv_formats": list(self.kv_formats),
                 "max_gpus": self.max_gpus, "quality_floor": self.quality_floor, "requests": self.requests,

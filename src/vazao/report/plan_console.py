@@ -54,8 +54,10 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
     slo = ", ".join(f"{k} ≤ {_ms(v)} ms" for k, v in inp.slo.limits.items())
     what = (f"the most output tok/s per GPU on {inp.gpu_count} GPUs" if throughput
             else f"the cheapest deployment at {inp.traffic.describe()}")
+    held = ("each held at the prediction (--judge prediction)" if inp.slo.judge == "prediction"
+            else "each held at its band's pessimistic edge")
     console.print(f"plan: {inp.workload}, {what}; SLO {slo}"
-                  + (" (the default; set --slo)" if inp.slo_is_default else ""), highlight=False)
+                  + (" (the default; set --slo)" if inp.slo_is_default else "") + f", {held}", highlight=False)
     sim = sum(1 for c in r.candidates if c.source == "simulated")
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(r.pruned_by_reason().items(), key=lambda kv: -kv[1]))
     console.print(f"searched {len(r.candidates) + len(r.pruned)} deployments: {sim} simulated, "
@@ -106,7 +108,7 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
         m = r.closest_miss
         worst = max(m.checks, key=lambda k: k.ratio)
         console.print(f"[bold red]no deployment meets the SLO[/bold red]; binding constraint {r.binding_constraint}; "
-                      f"closest: {m.shape.label()} as {m.layout()}, {worst.key} {_ms(worst.edge or worst.value)} ms "
+                      f"closest: {m.shape.label()} as {m.layout()}, {worst.key} {_ms(worst.judged)} ms "
                       f"against {_ms(worst.limit)} ms", highlight=False)
     if r.pareto:
         console.print("Pareto front ($/Mtok, latency, quality): " + "; ".join(

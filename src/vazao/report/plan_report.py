@@ -74,7 +74,8 @@ def _row(rank: int, c: Mapping[str, Any], throughput: bool) -> tuple[str, ...]:
 
 
 def _worst(c: Mapping[str, Any]) -> tuple[str, float] | None:
-    ratios = [(str(k.get("key")), float(k.get("pessimistic_s") or k.get("value_s") or 0) / float(k["limit_s"]))
+    ratios = [(str(k.get("key")), float((k.get("pessimistic_s") if k.get("judged_by", "band") == "band" else None)
+                                        or k.get("value_s") or 0) / float(k["limit_s"]))
               for k in c.get("checks") or [] if k.get("limit_s")]
     return max(ratios, key=lambda kv: kv[1]) if ratios else None
 
@@ -102,7 +103,9 @@ def why_lost(data: Mapping[str, Any]) -> list[tuple[str, str, str]]:
             why = (f"meets the SLO but costs ${a:,.0f}/month, ${a - b:,.0f} more than the winner"
                    if isinstance(a, (int, float)) and isinstance(b, (int, float)) else "meets the SLO; no price")
         elif worst is not None:
-            why = f"misses {worst[0]} by {worst[1] - 1:.0%} (pessimistic edge of its band)" if worst[1] > 1 else \
+            judged = ("the prediction" if any(k.get("judged_by") == "prediction" for k in c.get("checks") or [])
+                      else "pessimistic edge of its band")
+            why = f"misses {worst[0]} by {worst[1] - 1:.0%} ({judged})" if worst[1] > 1 else \
                 "marginal: met by the prediction, not by its band's pessimistic edge"
         else:
             why = "not simulated: a higher closed-form estimate than the simulated ones"
