@@ -40,3 +40,18 @@ def test_ttft_has_its_own_band_and_falls_back():
     only_all = {"all": _q(80, -0.3, 0.3)}
     lo, _, _ = band(_profile(only_all), "serving ttft", 100.0)
     assert lo == pytest.approx(100 * math.exp(-0.3))
+
+
+def test_a_speed_without_speed_residuals_takes_the_latency_it_is_the_inverse_of():
+    # a profile fitted on serving latencies alone (vLLM, SGLang): a decode tok/s is 1 / TPOT, so its
+    # log(measured / predicted) is the TPOT's with the sign changed — the band's low edge is the latency's
+    # high one; a prefill tok/s is the TTFT's inverse
+    res = {"serving ttft": _q(40, -0.6, 0.2), "serving latency": _q(40, -0.1, 0.3), "all": _q(80, -0.9, 0.9)}
+    lo, hi, _ = band(_profile(res), "memory", 100.0)
+    assert (lo, hi) == pytest.approx((100 * math.exp(-0.3), 100 * math.exp(0.1)))
+    lo, hi, _ = band(_profile(res), "compute", 100.0)
+    assert (lo, hi) == pytest.approx((100 * math.exp(-0.2), 100 * math.exp(0.6)))
+    # a speed regime the fit has rows of keeps its own
+    own = {**res, "memory": _q(40, -0.05, 0.05)}
+    lo, _, _ = band(_profile(own), "memory", 100.0)
+    assert lo == pytest.approx(100 * math.exp(-0.05))

@@ -63,3 +63,19 @@ def test_cli_judge_flag():
     assert json.loads(r.output)["slo_judge"] == "prediction"
     r = CliRunner().invoke(app, ["plan", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--judge", "optimistic"])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_plan_whose_candidates_are_only_marginal_says_how_to_take_them():
+    # Llama-8B FP8 on L40S: the vLLM fit never saw Ada, so its band is widened and a 30 ms TPOT limit is met by
+    # the prediction, not by the band's pessimistic edge
+    args = ["plan", "-m", "llama-3.1-8b", "-g", "l40s", "-f", "fp8", "--traffic", "8/s", "--slo",
+            "ttft_p95=1s,tpot_p95=30ms", "--max-gpus", "2", "--requests", "80", "--simulate-top", "4",
+            "--no-disagg", "--workers", "1"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 1, r.output
+    text = " ".join(r.output.split())
+    assert "each held at its band's pessimistic edge" in text
+    assert "meet it by the prediction but not by its band's pessimistic edge (marginal): --judge prediction" in text
+    r = CliRunner().invoke(app, [*args, "--judge", "prediction"])
+    assert r.exit_code == 0, r.output
+    assert "each held at the prediction (--judge prediction)" in " ".join(r.output.split())

@@ -21,12 +21,23 @@ def band_key(regime: str, metric: str) -> str:
     return f"{regime} latency" if metric in LATENCY_METRICS else regime
 
 
+def _flipped(r: Mapping) -> dict:
+    """A latency's residual quantiles as those of its inverse, a speed: log(measured / predicted) changes sign,
+    so the speed's q10 is the latency's −q90."""
+    return {**r, "q10": -r["q90"], "q50": -r["q50"], "q90": -r["q10"]}
+
+
 def _residuals_for(res: Mapping, key: str) -> Mapping | None:
-    """The residual quantiles of `key`, else of its wider group (a TTFT's: the regime's latencies), else all."""
-    for k in (key, key.replace(" ttft", " latency"), "all"):
+    """The residual quantiles of `key`, else of its wider group (a TTFT's: the regime's latencies), else —
+    for a speed of a regime the fit had no speeds of (a profile fitted on serving latencies alone) — the
+    latency it is the inverse of (a prefill's tok/s: TTFT; any other: the per-token latencies), else all."""
+    chain = [(key, False), (key.replace(" ttft", " latency"), False)]
+    if not key.endswith((" ttft", " latency")):
+        chain.append(("serving ttft" if key == "compute" else "serving latency", True))
+    for k, flip in [*chain, ("all", False)]:
         r = res.get(k)
         if r and (r.get("n", 0) >= 10 or k == "all"):
-            return r
+            return _flipped(r) if flip else r
     return None
 
 

@@ -110,6 +110,11 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
         console.print(f"[bold red]no deployment meets the SLO[/bold red]; binding constraint {r.binding_constraint}; "
                       f"closest: {m.shape.label()} as {m.layout()}, {worst.key} {_ms(worst.judged)} ms "
                       f"against {_ms(worst.limit)} ms", highlight=False)
+        marginal = sum(1 for c in r.candidates if c.marginal)
+        if marginal:
+            console.print(f"{marginal} deployment(s) meet it by the prediction but not by its band's pessimistic "
+                          "edge (marginal): --judge prediction takes the prediction, or measure one with "
+                          "`vazao bench`", highlight=False)
     if r.pareto:
         console.print("Pareto front ($/Mtok, latency, quality): " + "; ".join(
             f"{c.shape.model} {c.shape.fmt} {gpus_cell(c)} ${c.usd_per_mtok:,.3f}" for c in r.pareto),
