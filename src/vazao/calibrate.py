@@ -42,7 +42,8 @@ def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
 
 # ---- fitting -----------------------------------------------------------------------------------------
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
-              "moe_efficiency", "comm_efficiency", "compute_ramp_tokens", "stream_ceiling_bytes_per_s",
+              "moe_efficiency", "moe_memory_efficiency", "comm_efficiency", "compute_ramp_tokens",
+              "stream_ceiling_bytes_per_s",
               "compute_ceiling_flops", "attention_compute_efficiency", "roofline_overlap", "pipeline_bubble",
               "dequant_factor", "step_overhead_s", "per_sequence_overhead_s", "host_overlap",
               "request_overhead_s")
@@ -299,6 +300,7 @@ def relevant_params(rows) -> tuple[str, ...]:
 
     has = {
         "moe_efficiency": any(moe(r) for r in rows),
+        "moe_memory_efficiency": any(moe(r) for r in rows),
         "narrow_compute_efficiency": any(r.weights.lower() in ("fp8", "int8", "nvfp4", "fp4", "mxfp4", "w8a8")
                                          for r in rows),
         "comm_efficiency": any(r.tp > 1 for r in rows),
