@@ -17,6 +17,7 @@ how far the fit extrapolates and whether its bands, widened for what the fit nev
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import sys
@@ -168,9 +169,9 @@ def folds(split: str, rows, serving_ids):
 def run_fold(family: str, train, test, args):
     """Fit on `train`, write the profile with its bands (residuals of `train`, widened for what `train`
     never saw), predict both; (doc, report entry)."""
-    from vazao.calibrate import EngineFit, _row_weights, loss_of
+    from vazao.calibrate import EngineFit, _row_weights, loss_of, seen_of
     from vazao.validate import predict_rows
-    from vazao.validate.run import family_of, format_of, generation_of, slice_of
+    from vazao.validate.run import slice_of
 
     t0 = time.perf_counter()
     tmp = HERE / "results" / ".serving_fit_profiles.yaml"
@@ -181,16 +182,15 @@ def run_fold(family: str, train, test, args):
     values = fit(family, train, workers=args.workers, iters=args.iters, configs=args.configs, stored=stored,
                  only=only)
     doc, entry, fitted, residuals = _with(family, values, train, path=tmp, workers=args.workers)
-    seen = {"generations": tuple(sorted({generation_of(r) for r in train})),
-            "formats": tuple(sorted({format_of(r) for r in train})),
-            "model_families": tuple(sorted({family_of(r) for r in train}))}
     final = EngineFit(family, None, values, len(train), loss_of(fitted, _row_weights(train)),
-                      slice_of(fitted).median_ape, residuals, seen)
+                      slice_of(fitted).median_ape, residuals, seen_of(train))
     releases = _RELEASES.get(family)
     entry["calibration"] = final.calibration(f"{SERVING.name} (and {MEASUREMENTS.name} for trtllm 1.x): "
                                              "the fitting half, bench/serving_fit.py")
-    if releases:  # release 1.x is this fit's: its residuals are the ones just measured
-        releases = {k: (entry["calibration"] if str(k).startswith("1.") else v) for k, v in releases.items()}
+    if releases:  # release 1.x is this fit's: its residuals are the ones just measured (a copy: one shared
+        # dict would be written as a YAML anchor and alias, one edit changing both)
+        releases = {k: (copy.deepcopy(entry["calibration"]) if str(k).startswith("1.") else v)
+                    for k, v in releases.items()}
         entry["calibration"]["versions"] = {k: {kk: vv for kk, vv in v.items() if kk != "versions"}
                                             for k, v in releases.items()}
     tmp.write_text(yaml.safe_dump(_as_profiles(doc, family), sort_keys=False))

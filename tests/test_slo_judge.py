@@ -21,6 +21,12 @@ def test_a_check_holds_the_edge_or_the_value_as_told():
     value = Check("tpot_p95", 0.040, 0.060, 0.050, "prediction")
     assert value.met and value.ratio == pytest.approx(0.8)
     assert value.to_json()["judged_by"] == "prediction" and value.to_json()["pessimistic_s"] == 0.060
+    assert value.to_json()["judged_s"] == 0.040 and band.to_json()["judged_s"] == 0.060
+    # the plan report reads what was held, not the edge, from a plan's JSON
+    from vazao.report.plan_report import _worst
+
+    assert _worst({"checks": [value.to_json()]})[1] == pytest.approx(0.8)
+    assert _worst({"checks": [band.to_json()]})[1] == pytest.approx(1.2)
     # no band (an uncalibrated profile): the value, whatever the judge
     assert Check("tpot_p95", 0.040, None, 0.050).met
 

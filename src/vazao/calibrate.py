@@ -126,7 +126,7 @@ def _loss_task(rows, path, overrides, sim_requests) -> float:
 
 
 def _candidates(name: str, value: float, step: float, bounds: Mapping | None = None) -> list[float]:
-    lo, hi = (bounds or CALIBRATED)[name] if name in (bounds or {}) else CALIBRATED[name]
+    lo, hi = (bounds or {}).get(name, CALIBRATED[name])
     start = value if value > 0 else _FLOOR.get(name, lo)
     out = {min(hi, max(lo, start * f)) for f in (1 / step**2, 1 / step, step, step**2)}
     if value > 0 and name in _FLOOR:
@@ -157,7 +157,7 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     """Coordinate search, in log steps, of `params` of one engine family on `rows` (all of that family),
     minimising a soft-L1 loss on log error with every metric group weighted alike. `bounds` narrows
     CALIBRATED's range of some parameters for this fit (what a measurement says no kernel exceeds)."""
-    from vazao.validate.run import family_of, format_of, generation_of, slice_of
+    from vazao.validate.run import slice_of
 
     values = {p: float(base_values[p]) for p in params}
 
@@ -190,13 +190,17 @@ def fit_family(rows, family: str, *, base_values: Mapping[str, float], params=FI
     from vazao.validate.predict import SIM_REQUESTS
 
     loss, results = _evaluate(rows, profile_path, overrides(values), SIM_REQUESTS)
-    seen = {
-        "generations": tuple(sorted({generation_of(r) for r in rows})),
-        "formats": tuple(sorted({format_of(r) for r in rows})),
-        "model_families": tuple(sorted({family_of(r) for r in rows})),
-    }
     return EngineFit(family, min_version, values, len(rows), loss, slice_of(results).median_ape,
-                     residuals_by_regime(results), seen)
+                     residuals_by_regime(results), seen_of(rows))
+
+
+def seen_of(rows) -> dict[str, tuple[str, ...]]:
+    """What a fit on `rows` saw (EngineFit.fitted_on): the bands widen for anything else (bands.py)."""
+    from vazao.validate.run import family_of, format_of, generation_of
+
+    return {"generations": tuple(sorted({generation_of(r) for r in rows})),
+            "formats": tuple(sorted({format_of(r) for r in rows})),
+            "model_families": tuple(sorted({family_of(r) for r in rows}))}
 
 
 def _nelder_mead(rows, family, values, best, path, sim_requests, workers, progress, iters: int = 120,

@@ -202,6 +202,12 @@ class SLO:
 
             raise VazaoError(f"SLO judge {str(self.judge)[:40]!r}: expected one of {', '.join(self.JUDGES)}")
 
+    @property
+    def held(self) -> str:
+        """How the limits are held, in words (what plan and cost print beside them)."""
+        return ("each held at the prediction (--judge prediction)" if self.judge == "prediction"
+                else "each held at its band's pessimistic edge")
+
     def judged_by(self, judge: str | None) -> SLO:
         """These limits held by `judge` (None: as they are)."""
         return self if judge is None or judge == self.judge else SLO(dict(self.limits), judge)

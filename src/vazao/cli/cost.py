@@ -311,10 +311,8 @@ def _slo(text: str | None, judge: str = "band"):
         return None, "SLO: none (throughput at saturation, whatever the latency)"
     s = SLO.parse(text or DEFAULT_SLO).judged_by(judge)
     limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in s.limits.items())
-    how = ("each held at its band's pessimistic edge" if judge == "band"
-           else "each held at the predicted value (--judge prediction)")
-    return s, f"SLO: {limits}, {how}" + (" (the default; --slo to change, --slo none for none)"
-                                         if text is None else "")
+    return s, f"SLO: {limits}, {s.held}" + (" (the default; --slo to change, --slo none for none)"
+                                            if text is None else "")
 
 
 def _traffic(text: str | None, utilisation: str):

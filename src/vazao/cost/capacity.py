@@ -210,7 +210,7 @@ class Check:
 
     def to_json(self) -> dict:
         return {"key": self.key, "value_s": self.value, "pessimistic_s": self.edge, "limit_s": self.limit,
-                "judged_by": self.judge, "met": self.met}
+                "judged_by": self.judge, "judged_s": self.judged, "met": self.met}
 
 
 # an SLO term's latency metric as the validator names it (its band's residuals)

@@ -54,10 +54,9 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
     slo = ", ".join(f"{k} ≤ {_ms(v)} ms" for k, v in inp.slo.limits.items())
     what = (f"the most output tok/s per GPU on {inp.gpu_count} GPUs" if throughput
             else f"the cheapest deployment at {inp.traffic.describe()}")
-    held = ("each held at the prediction (--judge prediction)" if inp.slo.judge == "prediction"
-            else "each held at its band's pessimistic edge")
     console.print(f"plan: {inp.workload}, {what}; SLO {slo}"
-                  + (" (the default; set --slo)" if inp.slo_is_default else "") + f", {held}", highlight=False)
+                  + (" (the default; set --slo)" if inp.slo_is_default else "") + f", {inp.slo.held}",
+                  highlight=False)
     sim = sum(1 for c in r.candidates if c.source == "simulated")
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(r.pruned_by_reason().items(), key=lambda kv: -kv[1]))
     console.print(f"searched {len(r.candidates) + len(r.pruned)} deployments: {sim} simulated, "

@@ -74,9 +74,9 @@ def _row(rank: int, c: Mapping[str, Any], throughput: bool) -> tuple[str, ...]:
 
 
 def _worst(c: Mapping[str, Any]) -> tuple[str, float] | None:
-    ratios = [(str(k.get("key")), float((k.get("pessimistic_s") if k.get("judged_by", "band") == "band" else None)
-                                        or k.get("value_s") or 0) / float(k["limit_s"]))
-              for k in c.get("checks") or [] if k.get("limit_s")]
+    # judged_s: what the plan held to the limit (a document from before it had one: the band's edge)
+    ratios = [(str(k.get("key")), float(k.get("judged_s", k.get("pessimistic_s")) or k.get("value_s") or 0)
+               / float(k["limit_s"])) for k in c.get("checks") or [] if k.get("limit_s")]
     return max(ratios, key=lambda kv: kv[1]) if ratios else None
 
 
