@@ -24,11 +24,11 @@ def _us(fn, n: int = 400) -> float:
 
 def run() -> dict:
     import vazao.estimate as E
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
 
     out = []
     for model, gpu, fmt, count in CASES:
-        dep = deployment_for(model, gpu, fmt, count=count, tp=count, engine="vllm")
+        dep = make_deployment(model, gpu, fmt, count=count, tp=count, engine="vllm")
 
         def bound(b, dep=dep):
             c = E.decode_cost(dep, b, 1024)

@@ -31,8 +31,12 @@ def test_stream_timing_and_usage(fake_llm, api):
     assert rec.extra["tokens_from"] == "usage" and rec.extra["prompt_tokens_from"] == "usage"
     # three words (+ the chat template's 4 tokens per message on the fake server)
     assert rec.prompt_tokens == (3 + 4 if api == "chat" else 3)
-    assert 0.018 < rec.ttft_s < 0.2  # the role-only first chunk does not count as the first token
-    assert all(0.0 <= g < 0.1 for g in rec.itl_s)
+    # the role-only first chunk (sent at once) does not count as the first token: content comes no
+    # sooner than the server's 20 ms TTFT (its ticker aims at most 0.5 ms early); no upper bound, which
+    # would measure this machine's load, not the client
+    assert rec.ttft_s > 0.018
+    assert all(g >= 0.0 for g in rec.itl_s) and rec.first_token_s <= rec.end_s
+    assert sum(rec.itl_s) == pytest.approx(rec.end_s - rec.first_token_s, abs=1e-6)  # the gaps span the stream
     assert rec.tpot_s == pytest.approx((rec.end_s - rec.first_token_s) / 7)
     assert rec.extra["response_id"].startswith("chatcmpl-" if api == "chat" else "cmpl-")
 
@@ -83,7 +87,8 @@ def test_stall_ends_in_the_stall_timeout(fake_llm):
     rec, _ = send(cfg_url(fake_llm, "stall_every=1,stall_after=2,stall_s=5"), stall_timeout_s=0.3)
     assert error_kind(rec.error) == "stall"
     assert rec.extra["chunks"] == 2  # what came before the stall is kept
-    assert rec.end_s - rec.arrival_s < 2
+    # ended by the client's 0.3 s stall timeout, not by the server giving up after its 5 s stall: the kind
+    # says so on any machine (the server's close would read as disconnected or truncated)
 
 
 def test_request_timeout(fake_llm):

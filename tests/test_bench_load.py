@@ -55,8 +55,11 @@ def test_poisson_open_loop_follows_the_schedule(fake_llm, tmp_path):
     assert min(lags) > -0.001  # never early
     # sent when planned, late only by the scheduling delay the run itself measured on its loop
     assert float(np.median(lags)) < 0.01 + (lv.cpu.loop_lag_p99_s or 0.0) and max(lags) < 2.0
-    span = max(r.arrival_s for r in lv.records) - min(r.arrival_s for r in lv.records)
-    assert 0.5 < span < 2.5  # 40 arrivals at 40/s
+    # the schedule itself (the workload's own clock, not this machine's): 40 arrivals at 40/s span ~1 s
+    planned = sorted(r.extra["scheduled_s"] for r in lv.records)
+    assert 0.5 < planned[-1] - planned[0] < 2.5
+    # and the requests went out across it, not all at once: the last left no sooner than planned
+    assert max(r.arrival_s for r in lv.records) >= planned[-1] - 0.001
 
 
 def test_poisson_open_loop_on_uvloop_is_never_early(fake_llm, tmp_path):
@@ -116,7 +119,9 @@ def test_duration_bounds_a_level(fake_llm, tmp_path):
     assert lv.stopped == "duration"
     assert 0 < lv.summary.requests < 20
     assert lv.not_sent > 900
-    assert lv.cpu.wall_s < 3
+    # the whole plan would take 1000 requests × 50 tokens × 10 ms / 2 slots = 250 s; the level ended
+    # far sooner (a factor of 10 of margin for a loaded machine)
+    assert lv.cpu.wall_s < 250 / 10
     # requests cut off by the drain limit are counted, not dropped
     assert sum(1 for r in lv.records if r.error) == lv.errors.get("cancelled", 0)
     assert any("not sent" in w for w in res.warnings)

@@ -201,3 +201,10 @@ def test_usage_log_with_no_readable_line_is_an_error(tmp_path):
     log.write_text("\n\n", encoding="utf-8")
     res = runner.invoke(app, ["bill", "usage", str(log), "--price", "gpt-5"])
     assert res.exit_code == 2 and "is empty" in res.output
+
+
+def test_an_unknown_cache_duration_is_refused():
+    res = runner.invoke(app, ["bill", "request", "--price", "gpt-5", "--cache", "7y", "--input", "5"])
+    assert res.exit_code == 2, res.output
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "7y" in lines[0], res.stderr

@@ -14,8 +14,8 @@ from vazao.cli import app
 from vazao.cost.ledger import TokenLedger
 from vazao.errors import VazaoError
 from vazao.estimate import steady_point
+from vazao.physics.deployment import make_deployment
 from vazao.results import Latency, RunSummary
-from vazao.scenario import deployment_for
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "budget.yaml"
@@ -137,7 +137,7 @@ def test_bad_budget_through_the_cli(tmp_path):
 
 
 def test_simulated_latency(tmp_path):
-    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
     s = analytic_summary(dep, TokenLedger(new_input=1000, cache_read=6000, output=250), concurrency=4)
     assert 0 < s.ttft_s.p95 < s.e2e_s.p95
     res = runner.invoke(app, ["budget", "check", str(EXAMPLE), "--simulate", "--model", "llama-3.1-8b",
@@ -154,7 +154,7 @@ def test_simulated_latency(tmp_path):
 
 
 def test_analytic_latency_is_the_steady_point_of_the_mean_call():
-    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
     task = load_budget(EXAMPLE).tasks[0]
     latency, label = deployment_latency(dep, concurrency=4, analytic=True)
     assert label == f"analytic: {dep.label()} at concurrency 4"

@@ -30,7 +30,9 @@ def one_line_error(args: list[str], *needles: str) -> str:
     res = runner.invoke(app, args)
     assert res.exit_code == 2, (args, res.exit_code, res.output)
     err = res.stderr
-    assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+    assert "Traceback" not in res.output, (args, res.output)
+    # an exit through typer.Exit / sys.exit, never an exception that escaped the command
+    assert res.exception is None or isinstance(res.exception, SystemExit), (args, repr(res.exception))
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1, (args, err)
     assert lines[0].startswith("error: "), lines

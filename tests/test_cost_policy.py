@@ -9,8 +9,8 @@ import pytest
 from vazao.cost.policy import RequestShape, SelfHostQuery, fixed_workload, mean_shape, pick_count, selfhost_for
 from vazao.cost.selfhost import analytic_throughput
 from vazao.errors import VazaoError
+from vazao.physics.deployment import make_deployment
 from vazao.results import SLO, Latency, RunSummary
-from vazao.scenario import deployment_for
 from vazao.workload import load_workload
 
 SHAPE = RequestShape(1000, 250)
@@ -42,7 +42,7 @@ def test_a_measured_run_wins_and_needs_its_gpu_count():
 
 
 def test_analytic_when_asked_or_when_there_is_no_workload():
-    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb")
     slo = SLO.parse("tpot_p95=50ms")
     expected = analytic_throughput(dep, 1000, 250, slo)
     for q in (SelfHostQuery("llama-3.1-8b", "a100-sxm-80gb", SHAPE, fixed_workload(1000, 250), count=1, slo=slo,
@@ -54,17 +54,23 @@ def test_analytic_when_asked_or_when_there_is_no_workload():
 
 
 def test_pick_count_is_the_cheapest_per_request_and_a_bad_rate_fails_first():
-    q = SelfHostQuery("llama-3.1-70b", "h100-sxm", SHAPE, usd_per_hour="2", slo=SLO.parse("tpot_p95=50ms"),
-                      analytic=True)
-    n = pick_count(q)
+    slo = SLO.parse("tpot_p95=50ms")
+    q = SelfHostQuery("llama-3.1-70b", "h100-sxm", SHAPE, usd_per_hour="2", slo=slo, analytic=True)
+    # Expected by hand, not by the policy: each count's deployment and analytic capacity, priced here as
+    # $2 per GPU-hour × n GPUs / (requests/s × 3600 s).
+    per_request = {}
+    for n in (1, 2, 4, 8):
+        dep = make_deployment("llama-3.1-70b", "h100-sxm", count=n, engine="vllm")
+        rps = analytic_throughput(dep, SHAPE.input_tokens, SHAPE.output_tokens, slo).requests_per_s
+        if rps > 0:
+            per_request[n] = 2.0 * n / (rps * 3600)
+    # 70.6e9 parameters × 2 bytes (bf16) = 141 GB of weights: more than one 80 GB H100 holds
+    assert 1 not in per_request and {2, 4, 8} <= set(per_request)
+    cheapest = min(per_request, key=per_request.get)
+    assert pick_count(q) == cheapest
     chosen = selfhost_for(q)
-    assert chosen.gpus == n
-    for other in (1, 2, 4, 8):  # no other count is cheaper per request
-        try:
-            c = selfhost_for(SelfHostQuery(**{**q.__dict__, "count": other}))
-        except VazaoError:
-            continue
-        assert c.usd_per_request is None or c.usd_per_request >= chosen.usd_per_request
+    assert chosen.gpus == cheapest
+    assert float(chosen.usd_per_request) == pytest.approx(per_request[cheapest], rel=1e-3)  # rounded to µ$/1000
     with pytest.raises(VazaoError, match="usd_per_hour"):
         selfhost_for(SelfHostQuery(**{**q.__dict__, "usd_per_hour": "1e9"}))
 

@@ -23,8 +23,8 @@ from vazao.cost.selfhost import (
 )
 from vazao.errors import VazaoError
 from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
+from vazao.physics.deployment import make_deployment
 from vazao.results import SLO, Latency, RunSummary
-from vazao.scenario import deployment_for
 from vazao.workload import load_workload
 
 runner = CliRunner()
@@ -64,7 +64,7 @@ def test_measured_run_and_goodput():
 
 
 def test_analytic_without_slo_is_estimate_max_load_throughput():
-    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb")
     tp = analytic_throughput(dep, 1000, 250)
     out, batch = max_load_throughput(dep, 1000, 250)
     assert tp.output_tokens_per_s == out and tp.batch == batch and tp.source == "analytic"
@@ -75,7 +75,7 @@ def test_analytic_without_slo_is_estimate_max_load_throughput():
 
 
 def test_a_tighter_slo_costs_more_per_token():
-    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb")
     loose = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=100ms"))
     tight = analytic_throughput(dep, 1000, 250, SLO.parse("tpot_p95=20ms"))
     assert 0 < tight.output_tokens_per_s < loose.output_tokens_per_s
@@ -88,7 +88,7 @@ def test_a_tighter_slo_costs_more_per_token():
 
 
 def test_slo_batch_is_the_largest_batch_within_the_limits():
-    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb")
     top = steady_batch_limit(dep, 1000, 250)
     limits = {"tpot_p95": 0.02, "ttft_p95": 1.0}
     p = slo_batch(dep, 1000, 250, limits, top)
@@ -99,7 +99,7 @@ def test_slo_batch_is_the_largest_batch_within_the_limits():
 
 
 def test_simulated_capacity_meets_the_slo():
-    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
     slo = SLO.parse("ttft_p95=500ms,tpot_p95=40ms")
     tp = simulated_throughput(dep, load_workload("chat"), slo)
     assert tp is not None and tp.source == "simulated" and tp.output_tokens_per_s > 0
@@ -130,7 +130,7 @@ def test_simulated_search_finds_the_highest_rate_that_meets_the_slo():
     """The stand-in's p95 TTFT crosses 470 ms above 37 arrivals/s: the search lands within 3% below. The
     profile's calibration is taken off: with it the limit is judged at the band's pessimistic edge."""
     calls: list[float] = []
-    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
     dep = replace(dep, engine=replace(dep.engine, calibration=None))
     tp = simulated_throughput(dep, load_workload("chat"), SLO.parse("ttft_p95=470ms"), simulate=_rate_knee_sim(calls))
     assert 37 / 1.03 <= tp.requests_per_s <= 37  # 0.1 + 0.01 × 37 = 0.47 s
@@ -146,7 +146,7 @@ def test_selfhost_cli_names_its_throughput_source(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["throughput_source"] == "analytic" and d["usd_per_gpu_hour"] == "1.8" and d["slo"] is None
-    dep = deployment_for("llama-3.1-8b", "a100-sxm-80gb")
+    dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb")
     out, _ = max_load_throughput(dep, 1000, 250)
     expected = (Decimal("1.8") / (Decimal(repr(out)) * 3600) * 1_000_000).quantize(Decimal("0.000001"))
     assert Decimal(d["usd_per_mtok_output"]) == expected
@@ -220,7 +220,7 @@ def _knee_sim(calls: list[int]):
 
 
 def test_simulated_search_saturates_without_an_slo():
-    dep = deployment_for("llama-3.1-8b", "h100-sxm")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
     calls: list[int] = []
     top = dep.engine.max_num_seqs * dep.replicas
     sat = simulated_throughput(dep, load_workload("chat"), None, simulate=_knee_sim(calls))

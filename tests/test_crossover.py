@@ -7,7 +7,7 @@ import pytest
 
 import vazao.estimate as E
 from vazao.errors import VazaoError
-from vazao.scenario import deployment_for
+from vazao.physics.deployment import make_deployment
 
 
 def _searched(dep, context):
@@ -25,7 +25,7 @@ CASES = list(itertools.product(("llama-3.1-8b", "qwen2.5-32b", "mixtral-8x7b"), 
 @pytest.mark.parametrize("model,gpu,fmt", CASES)
 def test_closed_form_equals_search(model, gpu, fmt):
     try:
-        dep = deployment_for(model, gpu, fmt, count=1, engine="vllm")
+        dep = make_deployment(model, gpu, fmt, count=1, engine="vllm")
     except VazaoError:
         pytest.skip("format not served there")
     for context in (1, 256, 2048, 16384):
@@ -33,6 +33,6 @@ def test_closed_form_equals_search(model, gpu, fmt):
 
 
 def test_some_cases_do_cross():
-    deps = [deployment_for("llama-3.1-8b", "h100-sxm", "int4-awq", count=1, engine="vllm"),
-            deployment_for("llama-3.1-8b", "a100-sxm-80gb", "bf16", count=1, engine="ideal")]
+    deps = [make_deployment("llama-3.1-8b", "h100-sxm", "int4-awq", count=1, engine="vllm"),
+            make_deployment("llama-3.1-8b", "a100-sxm-80gb", "bf16", count=1, engine="ideal")]
     assert any(E.crossover_batch(d, 1) not in (None, 1) for d in deps)

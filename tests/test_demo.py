@@ -30,7 +30,6 @@ from vazao.physics.deployment import make_deployment
 from vazao.physics.memory import fit, weights_bytes
 from vazao.plan.alternatives import what_fits
 from vazao.report.demo_console import headline_lines, print_demo
-from vazao.scenario import deployment_for
 
 runner = CliRunner()
 IN, OUT = 1024, 256
@@ -55,8 +54,8 @@ def render(demo, width: int) -> list[str]:
 # ---- the headline answers ------------------------------------------------------------------------
 def test_latency_floor_is_the_library_and_seed004(demo):
     f = demo.headlines.floor
-    ideal = deployment_for("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm", ideal=True)
-    real = deployment_for("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm")
+    ideal = make_deployment("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm", ideal=True)
+    real = make_deployment("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm")
     assert (ideal.tp, f.count, f.gpu) == (8, 8, "h100-sxm")
     assert f.ideal_floor_s == latency_floor_s(ideal)
     assert f.floor_s == latency_floor_s(real)
@@ -97,8 +96,8 @@ def test_fp8_emulated_on_ampere_native_on_hopper_seed003(demo):
 
 def test_crossover_is_the_library_and_seed004(demo):
     x = demo.headlines.crossover
-    ideal = deployment_for("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm", ideal=True)
-    real = deployment_for("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm")
+    ideal = make_deployment("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm", ideal=True)
+    real = make_deployment("llama-3.1-70b", "h100-sxm", "bf16", count=8, engine="vllm")
     assert x.weights_only_batch == crossover_batch(ideal, 0)
     assert x.batch_at_context == estimate(real, [1], IN, OUT).crossover_batch
     # seed 004: "O ponto de equilíbrio fica perto de 300 sequências simultâneas"; splitting over GPUs
@@ -256,13 +255,13 @@ def test_the_first_screens_max_load_is_what_the_simulator_sustains():
     import dataclasses
 
     from vazao.demo import build_demo
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
     from vazao.sim import SimConfig, simulate
     from vazao.workload import load_workload
 
     demo, _ = build_demo()
     for row in demo.rows[:4]:
-        dep = deployment_for(row.model, row.gpu, row.format, engine="vllm")
+        dep = make_deployment(row.model, row.gpu, row.format, engine="vllm")
         w = load_workload("fixed:1024/256", concurrency=row.max_batch, requests=row.max_batch * 5)
         res = simulate(dep, dataclasses.replace(w, warmup=row.max_batch),
                        SimConfig.from_engine(dep.engine, max_num_seqs=row.max_batch))

@@ -42,3 +42,21 @@ def test_command_list_keeps_first_sentence_whole():
     # 'e.g.' is not the end of a sentence: the summarize line says what it is for; nothing cut at 45
     flat = " ".join(res.stdout.split("Commands:")[1].split())
     assert "after Ctrl-C" in flat and "..." not in flat
+
+
+def test_the_static_command_table_is_what_the_commands_say():
+    """`vazao --help` lists commands from app.COMMANDS without importing them: each entry must name a
+    command its module registers, with that command's own first sentence, and no command may be
+    missing from the table (it would be unreachable)."""
+    import importlib
+
+    from vazao.cli.app import COMMANDS, _first_sentence, load_command
+
+    for name, (_module, _attr, sentence) in COMMANDS.items():
+        cmd = load_command(name)
+        assert cmd.name == name
+        assert sentence == (cmd.short_help or _first_sentence(cmd.help)), name
+    for module in {m for m, _, _ in COMMANDS.values()}:
+        importlib.import_module(module)
+    registered = {info.name for info in app.registered_commands} | {g.name for g in app.registered_groups}
+    assert registered <= set(COMMANDS), registered - set(COMMANDS)

@@ -165,7 +165,7 @@ def test_plan_and_cost_selfhost_agree_on_capacity(rate):
     # SLO at 9 req/s; plan and cost now share one capacity policy (cost.capacity). The plan's replica count
     # for a traffic T brackets the capacity cost selfhost finds for one replica, within 5%.
     from vazao.cost.selfhost import simulated_throughput
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
     from vazao.workload import load_workload
 
     slo = SLO.parse("ttft_p95=1s,tpot_p95=50ms")
@@ -174,7 +174,7 @@ def test_plan_and_cost_selfhost_agree_on_capacity(rate):
     one = [c for c in r.candidates if c.shape.tp == 1 and c.source == "simulated"]
     assert one and one[0].meets_slo
     replicas = one[0].replicas
-    cap = simulated_throughput(deployment_for("llama-3.1-8b", "h100-sxm", "bf16"), load_workload("chat", seed=0),
+    cap = simulated_throughput(make_deployment("llama-3.1-8b", "h100-sxm", "bf16"), load_workload("chat", seed=0),
                                slo).requests_per_s
     assert rate / replicas <= cap * 1.05
     assert replicas == 1 or rate / (replicas - 1) >= cap * 0.95

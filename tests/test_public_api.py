@@ -17,6 +17,8 @@ EXPORTED = [
     "get_model", "get_price", "load_model", "load_workload", "make_deployment", "predict_rows", "read_rows",
     "run_bench", "run_plan", "selfhost_cost", "simulate", "step_cost", "summarize",
     "SelfHostQuery", "selfhost_for", "load_budget", "check_budget",
+    # the types public functions take or return (issue 22)
+    "Band", "RequestShape", "Target", "Throughput",
 ]
 
 

@@ -10,7 +10,7 @@ ms); vLLM requires max_num_batched_tokens >= max_model_len when chunked prefill 
 
 from __future__ import annotations
 
-from vazao.scenario import deployment_for
+from vazao.physics.deployment import make_deployment
 from vazao.sim import SimConfig, simulate
 from vazao.sim.run import resolve_config
 from vazao.workload import context_for, load_workload, longest_request
@@ -26,7 +26,7 @@ def test_support_needs_its_last_turn():
 
 
 def test_chat_on_one_rtx_3060_serves_four_users_with_llama_cpp():
-    dep = deployment_for("llama-3.1-8b", "rtx-3060", "q4_k_m", engine="llama.cpp")
+    dep = make_deployment("llama-3.1-8b", "rtx-3060", "q4_k_m", engine="llama.cpp")
     w = load_workload("chat", concurrency=4, requests=200)
     cfg = resolve_config(dep, w)
     assert cfg.kv_layout == "reserved" and cfg.max_context == context_for(w, 131_072)
@@ -38,7 +38,7 @@ def test_chat_on_one_rtx_3060_serves_four_users_with_llama_cpp():
 
 
 def test_chunked_prefill_off_takes_long_prompts_whole_alongside_decodes():
-    dep = deployment_for("llama-3.1-8b", "h100-sxm", "bf16")
+    dep = make_deployment("llama-3.1-8b", "h100-sxm", "bf16")
     w = load_workload("rag", rate=4, requests=300)
     on = simulate(dep, w, SimConfig.from_engine(dep.engine, chunked_prefill=True))
     off = simulate(dep, w, SimConfig.from_engine(dep.engine, chunked_prefill=False))

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from vazao.scenario import deployment_for
+from vazao.physics.deployment import make_deployment
 from vazao.sim import SimConfig, simulate
 from vazao.workload import workload_from_dict
 
@@ -23,13 +23,13 @@ def _round(concurrency: int, prompt: int, output: int, rounds: int):
 
 @pytest.fixture(scope="module")
 def dep():
-    return deployment_for("llama-3.1-8b", "h100-sxm", "bf16", engine="sglang")
+    return make_deployment("llama-3.1-8b", "h100-sxm", "bf16", engine="sglang")
 
 
 def test_sglang_profile_runs_prefill_first(dep):
     assert dep.engine.prefill_priority
     assert SimConfig.from_engine(dep.engine).prefill_priority
-    assert not deployment_for("llama-3.1-8b", "h100-sxm", "bf16", engine="vllm").engine.prefill_priority
+    assert not make_deployment("llama-3.1-8b", "h100-sxm", "bf16", engine="vllm").engine.prefill_priority
 
 
 def test_a_round_is_prefilled_before_it_decodes_and_ends_together(dep):

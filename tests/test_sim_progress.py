@@ -10,11 +10,11 @@ import select
 import subprocess
 import sys
 
-from vazao.scenario import deployment_for
+from vazao.physics.deployment import make_deployment
 from vazao.sim import SimConfig, simulate, sweep
 from vazao.workload import load_workload
 
-DEP = deployment_for("llama-3.1-8b", "h100-sxm")
+DEP = make_deployment("llama-3.1-8b", "h100-sxm")
 
 
 def _calls():

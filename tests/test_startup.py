@@ -45,3 +45,30 @@ def test_a_one_shot_command_imports_only_what_it_uses():
     hence the pin below 0.29) nor the bench's asyncio signal handling, the HTTP client or the simulator."""
     out = subprocess.run([sys.executable, "-c", CLI_PROBE], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False"] * 5
+
+
+LAZY_PROBE = """
+import contextlib, io, sys
+from vazao.cli import main
+sys.argv = ["vazao", *sys.argv[1:]]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+from vazao.cli.app import COMMANDS
+print(*sorted({m for m, _, _ in COMMANDS.values()} & set(sys.modules)))
+"""
+
+
+def _cli_modules(*argv: str) -> list[str]:
+    return subprocess.run([sys.executable, "-c", LAZY_PROBE, *argv], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_commands_load_lazily():
+    """`vazao --help` lists every command from a static table and imports none of their modules; a
+    command imports its own module only, not the other commands'."""
+    assert _cli_modules("--help") == []
+    assert _cli_modules("estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json") == ["vazao.cli.physics_cmds"]
+    assert "vazao.cli.accuracy" not in _cli_modules("bill", "--help")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from vazao.bands import band
-from vazao.calibrate import load_profiles
 from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
 from vazao.estimate import offline_point, trtllm_bench_limits
 from vazao.physics.deployment import make_deployment
+from vazao.physics.profiles import load_profiles
 from vazao.validate import parse_rows, predict_rows, summarize
 from vazao.validate.predict import predict
 from vazao.validate.rows import engine_family, parse_condition, parse_version

@@ -23,7 +23,7 @@ from vazao.catalog.models import get_model
 from vazao.errors import NotFoundError
 from vazao.physics.profiles import get_engine
 from vazao.validate import parse_rows, predict_rows, summarize
-from vazao.validate.predict import deployment_for, kv_format_name, predict
+from vazao.validate.predict import kv_format_name, predict, row_deployment
 from vazao.validate.run import _config_key
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -97,7 +97,7 @@ def test_gemm_moe_precision_takes_the_engines_default_kv_and_says_so():
     said(row, "KV dtype not stated", "gemm=fp8 moe=fp8_block")
     eng = get_engine("sglang").at_version(row.version)
     assert kv_format_name(row, eng, "fp8") == eng.kv_format_for("fp8")
-    assert deployment_for(row).kv_format.name == eng.kv_format_for("fp8")
+    assert row_deployment(row).kv_format.name == eng.kv_format_for("fp8")
 
 
 def test_parallel_layout_is_kept_on_the_row_and_not_applied():
@@ -107,7 +107,7 @@ def test_parallel_layout_is_kept_on_the_row_and_not_applied():
     ep = one(row_of(AIC_00001, notes="aggregated serving; moe_tp=1 moe_ep=8 attention_dp=1"))
     assert (ep.moe_tp, ep.moe_ep, ep.attention_dp) == (1, 8, 1)
     said(ep, "moe_ep=8", "approximated as tensor parallel")
-    dep = deployment_for(ep)
+    dep = row_deployment(ep)
     assert dep.tp == 8 and dep.pp == 1  # the deployment still comes from tp and pp
     dp = one(row_of(AIC_00001, notes="moe_tp=2 moe_ep=4 attention_dp=8"))
     said(dp, "attention_dp=8")
@@ -150,9 +150,9 @@ def test_a_gpu_whose_form_factor_is_not_stated_is_predicted_as_the_sxm_variant()
     row = one(line)
     note = said(row, "form factor not stated", "SXM")
     assert "H100 SXM" in note
-    acc = deployment_for(row).accelerator
+    acc = row_deployment(row).accelerator
     assert acc.memory_bandwidth_bytes_per_s == pytest.approx(3350e9, rel=0.02)
-    assert one(line, strict=True).reason.startswith("--strict")
+    assert one(line, strict=True).reason.startswith("strict:")
 
 
 def test_an_empty_tp_comes_from_the_notes_or_the_gpu_count():
@@ -219,7 +219,7 @@ MESSY = (AIC_00001 + row_of(TRT017_0006, id="m2", value="~25,400")
 def test_strict_refuses_every_row_that_needs_an_assumption():
     rows, problems = parse_rows(HEADER + MESSY, strict=True)
     assert [r.id for r in rows] == ["trt017-0006"]
-    assert len(problems) == 3 and all(p.reason.startswith("--strict: ") for p in problems)
+    assert len(problems) == 3 and all(p.reason.startswith("strict: ") for p in problems)
     assert "KV dtype not stated" in problems[0].reason
     lenient, none = parse_rows(HEADER + MESSY)
     assert none == [] and [bool(r.assumed) for r in lenient] == [True, True, True, False]

@@ -6,10 +6,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from vazao.physics.profiles import EngineProfile
 
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
+
+
+class Band(NamedTuple):
+    """The 80% band of one prediction, in the prediction's own unit: one chance in ten that a
+    measurement falls below `low`, one in ten above `high`. `note` says why it is wider than the fit's
+    own residuals (empty when it is not). A tuple, so JSON writes it as [low, high, note]."""
+
+    low: float
+    high: float
+    note: str = ""
+
+    def holds(self, value: float) -> bool:
+        """Whether `value` falls inside the band (its edges included)."""
+        return self.low <= value <= self.high
+
+    def scaled(self, factor: float) -> Band:
+        """The band of the same prediction in another unit (× factor, factor > 0)."""
+        return Band(self.low * factor, self.high * factor, self.note)
+
+    def to_json(self, unit: str = "s") -> dict:
+        return {f"low_{unit}": self.low, f"high_{unit}": self.high, "note": self.note}
 
 
 def band_key(regime: str, metric: str) -> str:
@@ -65,8 +87,8 @@ def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bo
 
 
 def band(profile: EngineProfile, regime: str, value: float, *, version=None, generation: str | None = None,
-         weight_format: str | None = None, model_family: str | None = None) -> tuple[float, float, str] | None:
-    """(low, high, note): the 80% band around `value` from the fit's residual quantiles of this regime
+         weight_format: str | None = None, model_family: str | None = None) -> Band | None:
+    """The 80% band around `value` from the fit's residual quantiles of this regime
     (all regimes pooled where it has too few rows), widened where the fit never saw this generation,
     format or model family; None for an uncalibrated profile."""
     cal, fitted_release = _calibration_at(profile, version)
@@ -89,10 +111,10 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
         k = 1.0 + WIDEN * len(unseen)
         lo, hi = mid + (lo - mid) * k, mid + (hi - mid) * k
         note = "widened: not fitted on this " + ", ".join(unseen)
-    return value * math.exp(lo), value * math.exp(hi), note
+    return Band(value * math.exp(lo), value * math.exp(hi), note)
 
 
-def deployment_band(dep, regime: str, value: float, *, metric: str = "") -> tuple[float, float, str] | None:
+def deployment_band(dep, regime: str, value: float, *, metric: str = "") -> Band | None:
     """band() for a prediction about a Deployment (its engine's calibration, generation, format, family);
     `metric` (ttft_ms, tpot_ms, …; empty for a speed) picks the residuals as band_key does."""
     key = band_key(regime, metric)

@@ -1,46 +1,20 @@
-"""Calibrated engine profiles: reading a profile file (and, below, fitting one)."""
+"""Fitting an engine profile's calibrated parameters to measured rows, and the residual quantiles
+(the error bands) a fit leaves. Reading a profile file is physics.profiles.load_profiles."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from vazao import inputs
 from vazao.bands import band_key
 from vazao.errors import VazaoError
-from vazao.physics.profiles import CALIBRATED, EngineProfile, engines, profile_from_dict
+from vazao.physics.profiles import CALIBRATED, load_profiles
 
-
-def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
-    """A profile file: {engines: {name: {settings}}}; a name the shipped catalog has may give only
-    the keys it changes, the rest coming from engines.yaml."""
-    data = inputs.read_yaml(path, "profile file")
-    if not isinstance(data, Mapping) or not isinstance(data.get("engines"), Mapping):
-        raise VazaoError(f"profile file {path}: expected a mapping with an `engines` mapping")
-    shipped = engines()
-    out = dict(shipped)
-    for name, e in data["engines"].items():
-        base = {}
-        if name in shipped:
-            base = {f.name: getattr(shipped[name], f.name) for f in dataclasses.fields(EngineProfile)
-                    if f.name != "name"}
-            base["versions"] = [dict(v) for v in base["versions"]]
-            base["generations"] = {g: dict(o) for g, o in base["generations"].items()}
-            base["kv_dtype"] = dict(base["kv_dtype"])
-        if not isinstance(e, Mapping):
-            raise VazaoError(f"profile file {path}: engine {name}: expected a mapping of settings")
-        out[str(name)] = profile_from_dict(str(name), {**base, **e}, f"profile file {path}")
-    return out
-
-
-# ---- fitting -----------------------------------------------------------------------------------------
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "moe_memory_efficiency", "comm_efficiency", "compute_ramp_tokens",
               "stream_ceiling_bytes_per_s",

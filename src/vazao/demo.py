@@ -172,10 +172,10 @@ class Demo:
 
 def node_deployment(ideal: bool = False):
     """Seed 004's node: the demo's default scenario and the deployment its HTML report shows."""
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
 
     model, gpu, fmt, count = NODE
-    return deployment_for(model, gpu, fmt, count=count, engine=ENGINE, ideal=ideal)
+    return make_deployment(model, gpu, fmt, count=count, engine=ENGINE, ideal=ideal)
 
 
 def node_estimate(input_tokens: int, output_tokens: int, batches: tuple[int, ...] = (1,), ideal: bool = False):

@@ -7,7 +7,15 @@ from collections.abc import Iterable
 
 
 class VazaoError(Exception):
-    """Bad input from a user: printed as one line, never a traceback."""
+    """Bad input from a user: printed as one line, never a traceback.
+
+    `parameter` names the library argument at fault when the message begins with it ("count must be a
+    whole number"); the CLI then says the flag that set it instead ("--count must be …",
+    cli/app.error_text), so library messages speak in library words."""
+
+    def __init__(self, *args: object, parameter: str | None = None):
+        super().__init__(*args)
+        self.parameter = parameter
 
 
 class NotFoundError(VazaoError, LookupError):

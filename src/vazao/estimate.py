@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from vazao.bands import deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.memory import Fit, fit
+from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
 
 CROSSOVER_SEARCH_LIMIT = 1 << 20
@@ -153,11 +154,6 @@ def _ladder(value: float, floor: int, steps: tuple[tuple[int, int], ...], last: 
             up = step * math.ceil(value / step)
             return max(floor, up) if i == 0 else up
     return last * math.ceil(value / last)
-
-
-def microbatches(dep) -> int:
-    """Engines a replica behaves as: pp stages each on its own micro-batch when the engine pipelines."""
-    return dep.pp if dep.engine.pipeline_microbatches else 1
 
 
 def engine_limits(dep, input_tokens: int, output_tokens: int) -> tuple[int, int]:

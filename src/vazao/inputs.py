@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,16 @@ def _show(path: Path | str) -> str:
 
 
 # ---- paths -------------------------------------------------------------------------------------
+
+
+_PARAMETER = re.compile(r"[a-z_][a-z0-9_]*(?= \(|$)")
+
+
+def _bad(what: str, message: str) -> VazaoError:
+    """A refusal of the value `what` names. When `what` is a parameter's name (`count`, or `count
+    (accelerators)`), the error carries it, so the CLI can name the flag instead (VazaoError.parameter)."""
+    m = _PARAMETER.match(what)
+    return VazaoError(message, parameter=m.group(0) if m else None)
 
 
 def input_file(path: Path | str, what: str = "input file", *, allow_special: bool = False) -> Path:
@@ -367,40 +378,40 @@ def number(value: Any, what: str, *, minimum: float | None = None, maximum: floa
     """A finite number within bounds, from a str, int or float. With integer=True the value must
     be whole (1.5 is refused, '1e3' is 1000); bools are not numbers."""
     if isinstance(value, bool) or value is None:
-        raise VazaoError(f"{what} must be a number, got {value!r}")
+        raise _bad(what, f"{what} must be a number, got {value!r}")
     if isinstance(value, str):
         s = value.strip().replace("_", "")
         if not s or len(s) > 64:
-            raise VazaoError(f"{what} must be a number, got {value[:40]!r}")
+            raise _bad(what, f"{what} must be a number, got {value[:40]!r}")
         try:
             v: float | int = int(s)
         except ValueError:
             try:
                 v = float(s)
             except ValueError:
-                raise VazaoError(f"{what} must be a number, got {value[:40]!r}") from None
+                raise _bad(what, f"{what} must be a number, got {value[:40]!r}") from None
     elif isinstance(value, (int, float)):
         v = value
     else:
-        raise VazaoError(f"{what} must be a number, got {type(value).__name__}")
+        raise _bad(what, f"{what} must be a number, got {type(value).__name__}")
     if isinstance(v, float) and not math.isfinite(v):
-        raise VazaoError(f"{what} must be a finite number, got {value!r}")
+        raise _bad(what, f"{what} must be a finite number, got {value!r}")
     if integer:
         if isinstance(v, float):
             if not v.is_integer():
-                raise VazaoError(f"{what} must be a whole number, got {value!r}")
+                raise _bad(what, f"{what} must be a whole number, got {value!r}")
             if abs(v) > MAX_INT:
-                raise VazaoError(f"{what} is out of range: {value!r}")
+                raise _bad(what, f"{what} is out of range: {value!r}")
             v = int(v)
         if abs(v) > MAX_INT:
-            raise VazaoError(f"{what} is out of range: {str(value)[:40]}")
+            raise _bad(what, f"{what} is out of range: {str(value)[:40]}")
     elif isinstance(v, int) and abs(v) > 1e300:
-        raise VazaoError(f"{what} is out of range: {str(value)[:40]}")
+        raise _bad(what, f"{what} is out of range: {str(value)[:40]}")
     if minimum is not None and (v < minimum or (exclusive_min and v == minimum)):
         rel = "greater than" if exclusive_min else "at least"
-        raise VazaoError(f"{what} must be {rel} {_fmt(minimum)}, got {_fmt(v)}")
+        raise _bad(what, f"{what} must be {rel} {_fmt(minimum)}, got {_fmt(v)}")
     if maximum is not None and v > maximum:
-        raise VazaoError(f"{what} must be at most {_fmt(maximum)}, got {_fmt(v)}")
+        raise _bad(what, f"{what} must be at most {_fmt(maximum)}, got {_fmt(v)}")
     return v
 
 
@@ -417,12 +428,12 @@ def _fmt(v: float | int) -> str:
 def split_list(text: str, what: str, *, max_items: int = 256) -> list[str]:
     """A comma-separated list: no empty items ('1,,2', '', ','), at most max_items."""
     if text is None or not str(text).strip():
-        raise VazaoError(f"{what} is empty; give a comma-separated list")
+        raise _bad(what, f"{what} is empty; give a comma-separated list")
     items = [x.strip() for x in str(text).split(",")]
     if any(not x for x in items):
-        raise VazaoError(f"{what} has an empty item: {str(text)[:60]!r}")
+        raise _bad(what, f"{what} has an empty item: {str(text)[:60]!r}")
     if len(items) > max_items:
-        raise VazaoError(f"{what} has {len(items)} items; at most {max_items}")
+        raise _bad(what, f"{what} has {len(items)} items; at most {max_items}")
     return items
 
 

@@ -182,6 +182,10 @@ class Latency:
         return getattr(self, name)
 
 
+# The SLO plan and cost hold a deployment to when the user gives none: a chat-like service.
+DEFAULT_SLO = "ttft_p95=1s,tpot_p95=50ms"
+
+
 @dataclass(frozen=True)
 class SLO:
     """Per-metric limits, e.g. {'ttft_p95': 0.5, 'tpot_p95': 0.05}; a request meets the SLO
@@ -222,7 +226,7 @@ class SLO:
             raise VazaoError("empty SLO; give e.g. ttft_p95=500ms,tpot_p95=50ms")
         limits: dict[str, float] = {}
         pcts = ", ".join(f"p{q}" for q in PERCENTILES)
-        for part in split_list(text, "--slo", max_items=32):
+        for part in split_list(text, "slo", max_items=32):
             if "=" not in part:
                 raise VazaoError(f"SLO term {part[:60]!r}: expected metric_pNN=duration, e.g. ttft_p95=500ms")
             key, value = (s.strip() for s in part.split("=", 1))

@@ -35,7 +35,8 @@ from vazao.bench.redact import cut, header_secrets, redact, url_secrets
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
 
-__all__ = ["ERROR_KINDS", "Prompt", "StreamClient", "Target", "error_kind", "load_tokenizer"]
+__all__ = ["ERROR_KINDS", "Prompt", "StreamClient", "Target", "check_headers", "error_kind", "load_tokenizer",
+           "parse_headers"]
 
 ERROR_KINDS = {
     "connect": "could not connect to the server",
@@ -58,6 +59,34 @@ API_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 
 def error_kind(error: str | None) -> str | None:
     return None if error is None else error.split(":", 1)[0]
+
+
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Each name an HTTP token, each value a string free of control characters: a line break in
+    either would smuggle another header (or a request) into every request sent."""
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name or not set(name) <= _TOKEN:
+            raise VazaoError(f"header name {str(name)[:40]!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise VazaoError(f"header {name[:40]!r}: its value must be text, got {type(value).__name__}")
+        if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in value):
+            raise VazaoError(f"header {name[:40]!r}: its value holds a control character (a line break?)")
+
+
+def parse_headers(items: list[str] | None) -> dict[str, str]:
+    """'Name: value' strings (curl's -H) as a checked mapping."""
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise VazaoError(f"header must look like 'Name: value', got {item.split(':')[0][:40]!r}…")
+        out[name] = value
+    check_headers(out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -87,6 +116,7 @@ class Target:
             raise VazaoError(f"URL {shown!r} is not valid: {exc}") from None
         if parts.scheme not in ("http", "https") or not parts.netloc or not host:
             raise VazaoError(f"not an http(s) URL with a host: {shown!r} (e.g. http://127.0.0.1:8080/v1)")
+        check_headers(self.headers)  # here, so a library caller is held to what the command line is
 
     @property
     def url(self) -> str:
@@ -166,7 +196,7 @@ def _flatten(messages: list[dict]) -> str:
 
 def load_tokenizer(path: str):
     """A `tokenizers` Tokenizer from a tokenizer.json (the optional extra)."""
-    inputs.input_file(path, "--tokenizer file")
+    inputs.input_file(path, "tokenizer file")
     try:
         from tokenizers import Tokenizer
     except ImportError:

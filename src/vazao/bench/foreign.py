@@ -43,9 +43,10 @@ from typing import Any
 
 from vazao import inputs
 from vazao.errors import VazaoError
+from vazao.resultfiles import foreign_tool
 from vazao.results import Latency, RunSummary
 
-__all__ = ["EXPECTED", "MAX_RESULT_BYTES", "ForeignRun", "describe", "guidellm_runs", "kind_of", "read_documents",
+__all__ = ["EXPECTED", "MAX_RESULT_BYTES", "ForeignRun", "describe", "guidellm_runs", "read_documents",
            "read_foreign", "runs_of", "vllm_run"]
 
 # guidellm keeps every request's stats in its report by default: a long run's file reaches hundreds
@@ -85,20 +86,6 @@ def read_documents(path: Path | str, what: str = "bench result") -> list[Any]:
             raise whole from None
 
 
-def kind_of(data: Any) -> str | None:
-    """'guidellm' | 'vllm' from the keys each tool writes; None for anything else."""
-    if not isinstance(data, Mapping):
-        return None
-    benchmarks = data.get("benchmarks")
-    if isinstance(benchmarks, list) and benchmarks and all(
-            isinstance(b, Mapping) and isinstance(b.get("metrics"), Mapping)
-            and "time_to_first_token_ms" in b["metrics"] for b in benchmarks):
-        return "guidellm"
-    if all(k in data for k in ("completed", "duration", "request_throughput")):
-        return "vllm"
-    return None
-
-
 def describe(data: Any) -> str:
     """What a JSON document looks like, for an error that says what a file is."""
     if isinstance(data, list):
@@ -115,7 +102,7 @@ def describe(data: Any) -> str:
 
 def read_foreign(data: Any, where: str) -> list[ForeignRun]:
     """The runs of a guidellm report (one per benchmark) or of a vllm result (one)."""
-    kind = kind_of(data)
+    kind = foreign_tool(data)
     if kind == "guidellm":
         return guidellm_runs(data, where)
     if kind == "vllm":
@@ -129,7 +116,7 @@ def runs_of(docs: Sequence[Any], where: str) -> list[ForeignRun]:
     if len(docs) == 1:
         return read_foreign(docs[0], where)
     for i, d in enumerate(docs, 1):
-        if kind_of(d) != "vllm":
+        if foreign_tool(d) != "vllm":
             raise VazaoError(f"{where}: this file holds {len(docs)} JSON lines and line {i} is {describe(d)}; "
                              f"expected {EXPECTED}")
     return [vllm_run(d, f"{where} line {i}", str(i)) for i, d in enumerate(docs, 1)]

@@ -99,7 +99,7 @@ class Dataset:
     @classmethod
     def load(cls, path: str | Path) -> Dataset:
         rows = []
-        for n, line in inputs.iter_lines(path, "--dataset file"):
+        for n, line in inputs.iter_lines(path, "dataset file"):
             if line is None:
                 raise VazaoError(f"dataset {path}:{n}: not UTF-8 text, or longer than "
                                  f"{inputs.MAX_LINE_BYTES // 2**20} MiB")

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import secrets
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +32,44 @@ from vazao.bench.redact import redact
 from vazao.errors import VazaoError
 from vazao.results import RequestRecord
 
-__all__ = ["LogContents", "RecordLog", "new_run_id", "read_log", "read_runs"]
+__all__ = ["RUNS_DIR_ENV", "LogContents", "RecordLog", "default_records_name", "default_records_path",
+           "new_run_id", "read_log", "read_runs", "runs_dir"]
+
+RUNS_DIR_ENV = "VAZAO_RUNS_DIR"
 
 
 def new_run_id() -> str:
     return secrets.token_hex(6)
+
+
+def default_records_name() -> str:
+    """Unique per run: two runs started in the same second never share a file."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"vazao-bench-{stamp}-{int(now * 1000) % 1000:03d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
+
+
+def runs_dir() -> Path:
+    """The one folder runs go to when no records path is given: $VAZAO_RUNS_DIR, else
+    $XDG_STATE_HOME/vazao/bench, else ~/.local/state/vazao/bench. Never the working directory: a run
+    started in a checkout would leave its records among the sources."""
+    env = os.environ.get(RUNS_DIR_ENV) or ""
+    if env:
+        return Path(env).expanduser()
+    state = os.environ.get("XDG_STATE_HOME") or ""
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"  # XDG: relative is invalid
+    return base / "vazao" / "bench"
+
+
+def default_records_path() -> Path:
+    """A new records file in runs_dir(), the folder made when missing."""
+    folder = runs_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise VazaoError(f"cannot make the runs folder {folder} ({exc.strerror or exc}); give records_path, "
+                         f"a records file, or set ${RUNS_DIR_ENV}", parameter="records_path") from None
+    return folder / default_records_name()
 
 
 def _round(x: float) -> float:
@@ -73,6 +107,7 @@ class RecordLog:
         except OSError as exc:
             raise VazaoError(f"cannot write records file {self.path}: {exc.strerror or exc}") from None
         self.written = 0
+        self.reached = 0  # request lines whose request got to the server (not a connect failure)
         self.note("meta", **meta)
 
     def note(self, kind: str, **data: Any) -> None:
@@ -98,6 +133,8 @@ class RecordLog:
             itl = json.dumps([_round(g) for g in gaps], allow_nan=False)  # raises, as before
         self._write_line(f'{head[:-1]}, "itl_s": {itl}, {tail[1:]}')
         self.written += 1
+        if not (rec.error or "").startswith("connect:"):
+            self.reached += 1
 
     def _write(self, obj: dict) -> None:
         self._write_line(json.dumps(obj, default=_default, allow_nan=False))
@@ -192,7 +229,7 @@ def read_log(path: str | Path, run: str | None = None) -> LogContents:
     if run is None:
         if len(ids) > 1:
             raise VazaoError(f"{path} holds {len(ids)} runs ({', '.join(ids[:8])}"
-                             f"{', ...' if len(ids) > 8 else ''}); pick one with --run ID")
+                             f"{', ...' if len(ids) > 8 else ''}); pick one with `run`", parameter="run")
         run = ids[0]
     if run not in runs:
         raise VazaoError(f"{path} has no run {run!r}; its runs: {', '.join(ids[:8])}")

@@ -13,6 +13,7 @@ from vazao.bench import foreign
 from vazao.bench.client import error_kind
 from vazao.bench.records import LogContents, read_log, read_runs
 from vazao.errors import VazaoError
+from vazao.resultfiles import foreign_tool, kind_of
 from vazao.results import SLO, RunSummary, summarize
 
 __all__ = ["Column", "Comparison", "ComparisonRow", "compare", "load_columns", "log_summary", "simulate_like",
@@ -137,7 +138,7 @@ def load_columns(path: Path, slo: SLO | None, wanted: list[str]) -> list[Column]
             if what in ("a vazao bench run result", "a vazao simulation result"):
                 raise VazaoError(f"{path}: its summary is not a vazao bench summary") from None
             raise VazaoError(f"{path}: this file is {what}; expected {foreign.EXPECTED}") from None
-    if len(docs) == 1 and foreign.kind_of(first) is None:
+    if len(docs) == 1 and foreign_tool(first) is None:
         raise VazaoError(f"{path}: this file is {_looks_like(first)}; expected {foreign.EXPECTED}")
     return [Column(f"{path.name}#{r.label}" if r.label else path.name, r.summary,
                    {"foreign": True, "tool": r.tool, "level": dict(r.level), "notes": list(r.notes)})
@@ -146,8 +147,6 @@ def load_columns(path: Path, slo: SLO | None, wanted: list[str]) -> list[Column]
 
 def _looks_like(data: Any) -> str:
     """What a JSON document is: a vazao result of another kind (plan, validation …) or its shape."""
-    from vazao.report.adapters import kind_of  # only to name a wrong file in its error
-
     kind = kind_of(data)
     if kind in ("unknown", "error"):
         return foreign.describe(data) if kind == "unknown" else "a vazao error result"
@@ -161,7 +160,7 @@ def _records_runs(runs: dict[str, LogContents], path: Path, slo: SLO | None, wan
     picked = [r for r in wanted if r in runs]
     if not picked:
         raise VazaoError(f"{path} holds {len(runs)} runs ({', '.join(list(runs)[:8])}); "
-                         "pick with --run ID (repeatable)")
+                         "pick them with `run`", parameter="run")
     return [_column(f"{path.name}#{r}", runs[r], path, slo) for r in picked]
 
 
@@ -173,7 +172,7 @@ def _column(name: str, log: LogContents, path: Path, slo: SLO | None) -> Column:
 def simulate_like(data: dict, *, gpu: str, model: str, engine: str | None = None, fmt: str | None = None,
                   count: int = 1, slo: SLO | None = None) -> Column:
     """The simulator's prediction for the workload and load level a bench result ran."""
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
     from vazao.sim.config import SimConfig
     from vazao.sim.run import simulate
     from vazao.workload import load_workload
@@ -187,6 +186,6 @@ def simulate_like(data: dict, *, gpu: str, model: str, engine: str | None = None
         level = {k: v for k, v in data["points"][-1].items() if k in ("concurrency", "rate")}
     w = load_workload(spec, requests=run.get("requests"), seed=run.get("seed"), duration_s=run.get("duration_s"),
                       **level)
-    dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
+    dep = make_deployment(model, gpu, fmt, count=count, engine=engine)
     result = simulate(dep, w, SimConfig.from_engine(dep.engine), slo)
     return Column(f"simulated {dep.label()}", result.summary, {"tool": "vazao simulate"})

@@ -13,7 +13,6 @@ Authorization there at best, and send every custom header). A refused redirect i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +21,8 @@ from vazao import inputs
 from vazao.bench import control, h1
 from vazao.errors import VazaoError
 
-__all__ = ["collect", "fetch", "metrics_delta", "parse_prometheus", "redirect_note", "scrape_metrics"]
+__all__ = ["collect", "fetch", "metrics_delta", "parse_prometheus", "redirect_note", "scrape_metrics",
+           "summarize_props"]
 
 _KEEP_HEADERS = ("server", "x-powered-by", "via", "x-request-id", "openai-model", "openai-version",
                  "openai-processing-ms", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens")
@@ -130,6 +130,25 @@ def _summarize_models(body: Any) -> list[dict]:
     return [{k: m[k] for k in keep if k in m} for m in body["data"][:20] if isinstance(m, dict)]
 
 
+def summarize_props(body: Any) -> dict[str, Any] | None:
+    """llama.cpp's /props, the fields kept and each of the type llama.cpp gives it; None when the body
+    holds none of them. Any server may answer 200 to /props (a catch-all route, a proxy's JSON error
+    page), so a missing or odd-shaped field is left out, never trusted or raised on."""
+    if not isinstance(body, dict):
+        return None
+    out: dict[str, Any] = {}
+    for key, kind in (("total_slots", int), ("n_ctx", int), ("build_info", str), ("model_path", str),
+                      ("chat_template", str)):
+        v = body.get(key)
+        if isinstance(v, kind) and not isinstance(v, bool):
+            out[key] = v[:200] if key == "chat_template" else v  # a template runs to kilobytes
+    settings = body.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool):  # where llama.cpp puts the context size
+        out["n_ctx"] = n_ctx
+    return out or None
+
+
 async def collect(pool: h1.Pool, base_url: str, root_url: str, headers: dict) -> dict:
     """Everything the server offers about itself; absent endpoints are simply left out."""
     redirects: list = []
@@ -145,13 +164,9 @@ async def collect(pool: h1.Pool, base_url: str, root_url: str, headers: dict) ->
     models = _summarize_models(m_body)
     if models:
         facts["models"] = models
-    if p_status == 200 and isinstance(p_body, dict):  # llama.cpp server
-        keep = ("total_slots", "chat_template", "build_info", "model_path", "n_ctx")
-        facts["props"] = {k: p_body[k] for k in keep if k in p_body}
-        with contextlib.suppress(AttributeError, TypeError):
-            facts["props"]["n_ctx"] = p_body["default_generation_settings"]["n_ctx"]
-        if "chat_template" in facts["props"]:
-            facts["props"]["chat_template"] = str(facts["props"]["chat_template"])[:200]
+    props = summarize_props(p_body) if p_status == 200 else None
+    if props:
+        facts["props"] = props
     if v_status == 200 and v_body is not None:
         facts["version"] = v_body if not isinstance(v_body, str) else v_body[:200]
     facts["engine"] = _guess_engine(facts, metrics)

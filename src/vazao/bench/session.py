@@ -5,6 +5,8 @@ every request is logged as it completes, and the result carries the warnings a r
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -13,19 +15,22 @@ from typing import Any
 
 from vazao import limits
 from vazao.bench import redact, server_facts
-from vazao.bench.client import StreamClient, Target, load_tokenizer
+from vazao.bench.client import StreamClient, Target, error_kind, load_tokenizer
 from vazao.bench.load import LevelResult, LoadOptions, find_max, run_level
 from vazao.bench.loop import loop_name
 from vazao.bench.preflight import BenchRefused, Preflight, preflight
 from vazao.bench.progress import LiveProgress
 from vazao.bench.prompts import Dataset, PromptBuilder, TextMaker
-from vazao.bench.records import RecordLog, new_run_id
+from vazao.bench.records import RecordLog, default_records_path, new_run_id
 from vazao.errors import VazaoError
 from vazao.results import SLO, RequestRecord, RunSummary
 
-__all__ = ["MAX_REQUESTS", "BenchConfig", "BenchResult", "run_bench"]
+__all__ = ["FATAL_KINDS", "MAX_REQUESTS", "BenchConfig", "BenchResult", "Outcome", "Verdict", "run_bench"]
 
 MAX_REQUESTS = limits.MAX_BENCH_REQUESTS
+# error kinds that say the server cannot serve this run as asked (key, path, streaming,
+# max_tokens): a rerun against the same server fails the same way
+FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
 
 DEFINITIONS = {
     "ttft": "send → first chunk with non-empty content",
@@ -36,11 +41,32 @@ DEFINITIONS = {
 }
 
 
+class Outcome(enum.Enum):
+    OK = "ok"  # every measured request succeeded
+    PARTIAL = "partial"  # measured, with some failed requests, or cut short (interrupted, no level finished)
+    FAILED = "failed"  # nothing usable: the server unreachable, refusing, or every request failed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a run went, and the exit code a command line should end with: 0 for ok and partial (the
+    numbers stand, the warnings say what is missing), 1 when the server failed the run, 2 when the
+    run was asked of a server it could not reach (bad input), 128 + the signal that interrupted it."""
+
+    outcome: Outcome
+    reason: str
+    exit_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
 @dataclass
 class BenchConfig:
     target: Target
     workload: str = "chat"
-    records_path: Path = Path("vazao-bench.jsonl")
+    records_path: Path | None = None  # None: a new file in records.runs_dir(), never the working directory
     requests: int | None = None
     duration_s: float | None = None
     seed: int | None = None
@@ -88,6 +114,8 @@ class BenchResult:
     clock_origin: float | None = None  # time.perf_counter() at the run clock's zero
     run_id: str | None = None
     event_loop: str | None = None  # the loop the client ran on: uvloop | asyncio
+    stop_signal: int | None = None  # the signal that interrupted the run, where the caller caught one
+    records_kept: bool = True  # False: no request reached the server, and the empty records file was removed
 
     @property
     def sweep(self) -> bool:
@@ -103,6 +131,29 @@ class BenchResult:
     def all_records(self) -> list[RequestRecord]:
         return [r for lv in self.levels for r in lv.records]
 
+    def verdict(self) -> Verdict:
+        """ok, partial or failed, with the reason and the exit code `vazao bench` ends with."""
+        if self.interrupted:
+            return Verdict(Outcome.PARTIAL, "interrupted: the requests in flight were recorded as cancelled",
+                           128 + (self.stop_signal or 2))  # 2: SIGINT, what asyncio's cancel stands for
+        recs = self.all_records()
+        if recs and all(error_kind(r.error) == "connect" for r in recs):  # a wrong URL without the probe
+            detail = recs[0].error.split(":", 1)[1].strip()
+            return Verdict(Outcome.FAILED, f"cannot reach {self.config.target.safe_url}: {detail}", 2)
+        errors = _merge_errors(self.levels)
+        fatal = [k for k in errors if k in FATAL_KINDS]
+        if fatal:
+            return Verdict(Outcome.FAILED, f"requests failed in ways a rerun will not fix: {', '.join(fatal)}", 1)
+        if recs and not any(r.ok for r in recs):
+            return Verdict(Outcome.FAILED, "every measured request failed", 1)
+        if not recs:
+            return Verdict(Outcome.PARTIAL, "no request was measured (the time limit ended the run first)", 0)
+        bad = sum(1 for r in recs if not r.ok)
+        if bad:
+            kinds = ", ".join(f"{k} ×{v}" for k, v in errors.items())
+            return Verdict(Outcome.PARTIAL, f"{bad} of {len(recs)} measured requests failed: {kinds}", 0)
+        return Verdict(Outcome.OK, "", 0)
+
     def token_sources(self) -> dict[str, dict[str, int]]:
         recs = self.all_records()
         return {"output": dict(Counter(str(r.extra.get("tokens_from")) for r in recs)),
@@ -116,7 +167,8 @@ class BenchResult:
                     "api": cfg.target.api, "workload": getattr(self.workload, "name", cfg.workload),
                     "workload_description": self.workload.describe() if self.workload is not None else None,
                     "workload_spec": cfg.workload, "requests": cfg.requests, "seed": cfg.seed,
-                    "duration_s": cfg.duration_s, "records": str(cfg.records_path),
+                    "duration_s": cfg.duration_s,
+                    "records": str(cfg.records_path) if self.records_kept and cfg.records_path else None,
                     "run_id": self.run_id, "interrupted": self.interrupted},
             "errors": _merge_errors(self.levels),
             "tokens": self.token_sources(),
@@ -180,7 +232,7 @@ def _plan(cfg: BenchConfig, level: dict[str, Any]):
                       concurrency=level.get("concurrency"), seed=cfg.seed, duration_s=cfg.duration_s)
     if w.requests is not None and w.requests > MAX_REQUESTS:
         raise VazaoError(f"workload {w.name}: {w.requests:,} requests is over the limit of {MAX_REQUESTS:,} "
-                         "per level (use --duration for a long run)")
+                         "per level (give duration_s for a long run)", parameter="duration_s")
     plan = w.iter_plan()  # lazily: memory stays flat, and the first request goes out at once
     warmup = w.warmup if cfg.warmup is None else cfg.warmup
     return w, plan, warmup
@@ -222,6 +274,9 @@ async def _run_bench(cfg: BenchConfig, result: BenchResult | None) -> BenchResul
             "workload": workload.name, "workload_description": workload.describe(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **cfg.meta}
     progress = LiveProgress(enabled=cfg.progress)
+    if cfg.records_path is None:
+        cfg.records_path = default_records_path()
+    log: RecordLog | None = None
     try:
         with RecordLog(cfg.records_path, meta, run_id=result.run_id, overwrite=cfg.overwrite) as log:
             async with StreamClient(cfg.target, request_timeout_s=cfg.request_timeout_s,
@@ -242,6 +297,12 @@ async def _run_bench(cfg: BenchConfig, result: BenchResult | None) -> BenchResul
     finally:
         result.warnings[:0] = collect_warnings(result)
         progress.close()
+        if log is not None and log.reached == 0:
+            # nothing got to the server (a wrong URL, a refused connection): the file would hold only
+            # the meta line and failed connects, clutter where the user looks for measured runs
+            with contextlib.suppress(OSError):
+                log.path.unlink()
+            result.records_kept = False
     return result
 
 

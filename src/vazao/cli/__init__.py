@@ -1,21 +1,14 @@
-"""vazao's command line: parse → call one library function → render."""
+"""vazao's command line: parse → call one library function → render. Each command's module is
+imported when that command runs or shows its help (app.COMMANDS), not at start-up."""
 
 from __future__ import annotations
 
 import sys
 
-from vazao.cli import (  # noqa: F401  (importing each module registers its commands)
-    accuracy,
-    bench,
-    catalog_cmds,
-    cost,
-    physics_cmds,
-    plan,
-    report,
-    simulate,
-)
 from vazao.cli.app import app, report_error
 from vazao.errors import VazaoError
+
+__all__ = ["app", "main"]
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from vazao.errors import VazaoError
 def _check_profile(profile: Path | None) -> str | None:
     if profile is None:
         return None
-    from vazao.calibrate import load_profiles
+    from vazao.physics.profiles import load_profiles
 
     load_profiles(profile)  # refuse a bad file before any work, with its one line
     return str(profile)
@@ -31,6 +31,13 @@ def _family(engine: str) -> str:
     from vazao.physics.profiles import get_engine
 
     return get_engine(engine).name
+
+
+def _existing(path: Path) -> None:
+    """The measurements path is there (a file or a folder of runs): checked first, so a typo is not
+    reported as whatever the path's kind would have needed next."""
+    if not path.is_dir():
+        inputs.input_file(path, "measurements")
 
 
 def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: str, kv: str, count: int, tp: int,
@@ -96,6 +103,7 @@ def validate_cmd(
     _check_workers(workers)
     inputs.number(worst, "--worst", minimum=0, maximum=10_000, integer=True)
     check_plot(plot)
+    _existing(measurements)
     fam = _family(engine) if engine else None
     is_csv = measurements.is_file() and measurements.suffix.lower() == ".csv"
     if not is_csv and fam is None:
@@ -158,6 +166,7 @@ def calibrate_cmd(
     path = _check_profile(profile)
     _check_workers(workers)
     fam = _family(engine)
+    _existing(measurements)
     inputs.output_file(output, "profile file", force=force)
     rows, problems = _measured(measurements, fam, gpu=gpu, model=model, fmt=fmt, kv=kv, count=count, tp=tp, pp=pp)
     rows = [r for r in rows if r.family == fam]

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import math
 import os
 import re
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import typer
@@ -159,9 +161,131 @@ def _help_asked(argv: list[str]) -> bool:
     return "--help" in _head(argv) or not argv
 
 
+# Every top-level command, in the order `vazao --help` lists them: (the module that registers it on
+# `app`, the attribute of a sub-app (a command group) or None for a command, its first sentence).
+# A module is imported only when one of its commands runs or shows its help (start-up: importing
+# them all cost more than a one-shot command's own work); `vazao --help` reads the sentences here.
+# tests/test_help.py checks this table against the commands themselves.
+COMMANDS: dict[str, tuple[str, str | None, str]] = {
+    "validate": ("vazao.cli.accuracy", None,
+                 "Predict every row under its stated conditions and report the errors by metric, engine, GPU "
+                 "generation, model family and regime, with the coverage and why each skipped row was skipped"),
+    "calibrate": ("vazao.cli.accuracy", None,
+                  "Fit the engine family's calibrated parameters (robust loss on log error, each metric group "
+                  "weighted alike), one set per engine release in the rows, and write them with the residual "
+                  "quantiles per regime that give every prediction its band"),
+    "bench": ("vazao.cli.bench", None,
+              "Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL"),
+    "summarize": ("vazao.cli.bench", None,
+                  "Rebuild the summary from a run's records file (e.g. after Ctrl-C or a crash)"),
+    "compare": ("vazao.cli.bench", None,
+                "Measured runs side by side, or measured against predicted on the same workload"),
+    "models": ("vazao.cli.catalog_cmds", None,
+               "The model architectures vazao knows (read from their config.json numbers), grouped by family"),
+    "gpus": ("vazao.cli.catalog_cmds", None,
+             "The accelerators vazao knows: memory, bandwidth, dense peaks, links, rental price"),
+    "formats": ("vazao.cli.catalog_cmds", None,
+                "Execution formats: bits per weight, weight-only vs weight+activation, and native support"),
+    "prefix": ("vazao.cli.cost", None,
+               "Find the longest static prefix, the cache hit rate, savings and what breaks the prefix"),
+    "fit": ("vazao.cli.physics_cmds", None,
+            "Does it fit? Weights, KV per token and per sequence, and how many sequences fit"),
+    "estimate": ("vazao.cli.physics_cmds", None,
+                 "How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor"),
+    "demo": ("vazao.cli.physics_cmds", None,
+             "The first screen: the seeds' answers, what fits one GPU (cheapest first, $/Mtok), what to run next"),
+    "plan": ("vazao.cli.plan", None,
+             "The cheapest deployment that meets the SLO at this traffic: ranked, with its Pareto front, the "
+             "binding constraint and the command that launches it"),
+    "report": ("vazao.cli.report", None,
+               "One self-contained HTML report (plots, tables, the inputs that produced it) of a plan, "
+               "simulation, bench run, measured-vs-predicted comparison or validation; opens offline"),
+    "simulate": ("vazao.cli.simulate", None,
+                 "Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching, "
+                 "speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model"),
+    "prices": ("vazao.cli.cost", "prices_app", "API price tables (in/out/cache/batch/long-context, with as_of)"),
+    "bill": ("vazao.cli.cost", "bill_app", "API bills: requests, conversations, agents, usage logs"),
+    "cost": ("vazao.cli.cost", "cost_app", "Self-hosted $/Mtok, break-even against an API, training cost"),
+    "budget": ("vazao.cli.cost", "budget_app", "Per-task budgets: cost, margin and latency, as a CI gate"),
+}
+
+
+def load_command(name: str) -> _click.Command:
+    """The click command for a COMMANDS entry: its module imported (which registers it on `app`), then
+    built as typer builds the whole app. A command is found by its name, a sub-app by its attribute."""
+    module, attr, _ = COMMANDS[name]
+    mod = importlib.import_module(module)
+    if attr is None:
+        for info in app.registered_commands:
+            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+                return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                        rich_markup_mode=app.rich_markup_mode)
+        raise LookupError(f"{module} registers no command {name!r}")
+    sub = getattr(mod, attr)
+    for group in app.registered_groups:
+        if group.typer_instance is sub:
+            return typer.main.get_group_from_info(group, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                  rich_markup_mode=app.rich_markup_mode,
+                                                  suggest_commands=app.suggest_commands)
+    raise LookupError(f"{module}.{attr} is not added to the app")
+
+
+class _LazyCommands(MutableMapping):
+    """A group's `commands` that lists every COMMANDS name (and any command already registered) and
+    loads one only when it is looked up: click and typer read `commands` for resolving, listing and
+    'did you mean' suggestions, so they all see every command without importing its module."""
+
+    def __init__(self, loaded: MutableMapping[str, _click.Command]):
+        self.loaded = dict(loaded)
+
+    def __getitem__(self, name: str) -> _click.Command:
+        if name not in self.loaded:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self.loaded[name] = load_command(name)
+        return self.loaded[name]
+
+    def __contains__(self, name: object) -> bool:  # without loading it
+        return name in COMMANDS or name in self.loaded
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from (n for n in self.loaded if n not in COMMANDS)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name: str, cmd: _click.Command) -> None:
+        self.loaded[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        del self.loaded[name]
+
+
 class _Group(HelpGroup):
     """Every failure a user can cause (a click usage error, a VazaoError) becomes one line on stderr
-    and exit code 2; `--help` and bare `vazao` still print help."""
+    and exit code 2; `--help` and bare `vazao` still print help. Commands load lazily (COMMANDS)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.commands = _LazyCommands(self.commands)
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # the names only (typer's reads .items(): every command loaded)
+
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list from COMMANDS' sentences, importing no command module."""
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS and name not in self.commands.loaded:
+                rows.append((name, COMMANDS[name][2]))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.short_help or _first_sentence(cmd.help)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv, as_csv = _take_csv(list(sys.argv[1:] if args is None else args))
@@ -198,8 +322,14 @@ class _Group(HelpGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+def _no_options() -> None:
+    """vazao's own options are --help and --csv (taken out by _Group.main); a group callback gives typer
+    a group to build while no command module is imported yet."""
+
+
 app = typer.Typer(
     cls=_Group,
+    callback=_no_options,
     name="vazao",
     help="What will this model cost and how fast will it be, on this hardware, for this traffic?\n\n"
          "After any command, --csv prints its tables as CSV (nothing else on stdout); --json, where a "
@@ -230,12 +360,48 @@ def emit_json(obj: Any) -> None:
     _state["emitted"] = True
 
 
+# A library parameter whose flag has another name (the library says `table`; `bill usage` says --price).
+PARAMETER_OPTION = {"table": "price", "cache_ttl": "cache", "duration_s": "duration", "records_path": "records"}
+
+
+def _leaf_command(exc: BaseException):
+    """The click command that was running when `exc` was raised: the innermost frame of its traceback
+    holding a click Context (the command's own invoke), else None (raised outside any command)."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        ctx = tb.tb_frame.f_locals.get("ctx")
+        if isinstance(ctx, _click.Context):
+            found = ctx.command
+        tb = tb.tb_next
+    return found
+
+
+def _flag_for(command, parameter: str) -> str | None:
+    names = {parameter, PARAMETER_OPTION.get(parameter, parameter)}
+    for p in getattr(command, "params", ()):
+        if p.name in names and getattr(p, "param_type_name", "") == "option":
+            longs = [o for o in p.opts if o.startswith("--")]
+            return longs[0] if longs else p.opts[0]
+    return None
+
+
 def error_text(exc: VazaoError) -> str:
-    """A library error as the CLI says it: a refused overwrite names the option that allows it (the
-    library says force=False; only commands with a --force option ask it not to overwrite)."""
+    """A library error as the CLI says it. The library names its parameter (VazaoError.parameter); the
+    CLI says the flag of the running command that sets it, where the message names the parameter
+    (`count (accelerators) must be …` → `--count must be …`), else before the message. A refused
+    overwrite names the option that allows it (the library says force=False; only commands with a
+    --force option ask it not to overwrite)."""
     if isinstance(exc, OutputExists):
         return f"{exc.what} {exc.shown} exists; pass --force to overwrite it"
-    return str(exc)
+    text = str(exc)
+    parameter = getattr(exc, "parameter", None)
+    flag = _flag_for(_leaf_command(exc), parameter) if parameter else None
+    if flag is None:
+        return text
+    named = re.compile(rf"`{re.escape(parameter)}`|(?<![\w-]){re.escape(parameter)}(?![\w-])(?: \([^)]*\))?")
+    swapped, n = named.subn(flag, text, count=1)
+    return swapped if n else f"{flag}: {text}"
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,29 +25,18 @@ if TYPE_CHECKING:
     from vazao.cli.interrupt import Interrupts
     from vazao.results import SLO
 
-FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
 MAX_DURATION_S = 30 * 86400.0  # a month: longer is a typo, and asyncio's timers overflow far above it
 MAX_LEVELS = 64
 
 
-_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
 def _headers(items: list[str] | None) -> dict[str, str]:
-    """-H 'Name: value' items; the name an HTTP token, the value free of control characters (a
-    line break would smuggle another header into every request)."""
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition(":")
-        name, value = name.strip(), value.strip()
-        if not sep or not name:
-            raise VazaoError(f"--header must look like 'Name: value', got {item.split(':')[0][:40]!r}…")
-        if not set(name) <= _TOKEN:
-            raise VazaoError(f"--header name {name[:40]!r} is not a valid HTTP header name")
-        if any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in value):
-            raise VazaoError(f"--header {name[:40]!r}: its value holds a control character (a line break?)")
-        out[name] = value
-    return out
+    """-H 'Name: value' items, checked by the library (bench.client.parse_headers)."""
+    from vazao.bench.client import parse_headers
+
+    try:
+        return parse_headers(items)
+    except VazaoError as exc:
+        raise VazaoError(f"--{exc}") from None  # "--header ...": the option the user gave
 
 
 def _extra_body(text: str | None) -> dict:
@@ -77,22 +65,15 @@ def _duration(text: str | None, what: str) -> float | None:
     return float(inputs.positive(seconds, what, maximum=MAX_DURATION_S))
 
 
-def default_records_name() -> str:
-    """Unique per run: two runs started in the same second never share a file."""
-    now = time.time()
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    import secrets
-
-    return f"vazao-bench-{stamp}-{int(now * 1000) % 1000:03d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-
-
 def _paths(output: Path | None, records: Path | None, force: bool) -> tuple[Path | None, Path]:
     """The result and records paths, checked before any request: an existing file is refused
     unless --force (a run never appends to, or silently replaces, another run's file)."""
     if output is not None and output.suffix == ".jsonl" and records is None:
         output, records = None, output
-    if records is None:
-        records = (output.with_suffix(".jsonl") if output is not None else Path(default_records_name()))
+    if records is None:  # next to -o, else a new file in the runs folder (named in the output), never ./
+        from vazao.bench.records import default_records_path
+
+        records = output.with_suffix(".jsonl") if output is not None else default_records_path()
     if output is not None and output.resolve() == records.resolve():
         raise VazaoError(f"-o {output} and --records name the same file; give them different names")
     if output is not None:
@@ -161,7 +142,8 @@ def bench_cmd(
     output: Path = typer.Option(None, "--output", "-o",
                                 help="Write the result JSON here (records: the same name, .jsonl)."),
     records: Path = typer.Option(None, "--records",
-                                 help="Records JSONL (default: next to --output, else a new ./vazao-bench-*.jsonl)."),
+                                 help="Records JSONL (default: next to --output, else a new vazao-bench-*.jsonl in "
+                                      "$VAZAO_RUNS_DIR or ~/.local/state/vazao/bench, named in the output)."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing -o / --records files."),
     dataset: Path = typer.Option(None, "--dataset",
                                  help="Real prompts: JSONL of {\"prompt\": ...} or {\"messages\": [...]}."),
@@ -275,7 +257,8 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
         try:
             signum = _run(cfg, result, sig)
         except BenchRefused as exc:
-            fail(redact.redact(f"{exc} (records so far: {cfg.records_path})"))
+            kept = f" (records so far: {cfg.records_path})" if result.records_kept else ""
+            fail(redact.redact(f"{exc}{kept}"))
         except VazaoError as exc:
             fail(redact.redact(error_text(exc)))
         _finish(cfg, result, out_path, signum, json_out=json_out, reports=reports)
@@ -287,23 +270,29 @@ def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum
             json_out: bool, reports: dict[str, Path] | None = None) -> None:
     from vazao.bench import redact
 
+    result.stop_signal = signum
+    verdict = result.verdict()
+    if not result.records_kept and verdict.exit_code == 2:  # nothing reached the server: no files, the reason
+        _report_verdict(verdict)
+        raise typer.Exit(2)
     data = redact.redact_obj(_clean(result.to_json()))
     if out_path is not None:
         inputs.write_text(out_path, json.dumps(data, indent=2) + "\n", "result file (-o)")
     written = _write_reports(data, reports or {}, cfg.records_path)
     if signum is not None:
         name = signal.Signals(signum).name
+        where = [str(p) for p in (cfg.records_path if result.records_kept else None, out_path) if p]
         _say(f"interrupted by {name}: the requests in flight were recorded as cancelled; "
-             f"what was measured is in {cfg.records_path}" + (f" and {out_path}" if out_path else ""), err=True)
+             + (f"what was measured is in {' and '.join(where)}" if where else "nothing was measured"), err=True)
     if json_out:
         emit_json(data)
     else:
         _print_result(result, out_path)
         if written:
             _say("reports: " + ", ".join(str(p) for p in written))
-    code = 128 + signum if signum is not None else _exit_code(result)
-    if code:
-        raise typer.Exit(code)
+    _report_verdict(verdict)
+    if verdict.exit_code:
+        raise typer.Exit(verdict.exit_code)
 
 
 def _write_reports(data: dict[str, Any], reports: dict[str, Path], records: Path) -> list[Path]:
@@ -330,26 +319,17 @@ def _write_reports(data: dict[str, Any], reports: dict[str, Path], records: Path
     return written
 
 
-def _exit_code(result: BenchResult) -> int:
+def _report_verdict(verdict) -> None:
+    """A failed run's reason on stderr: one line (exit 2, bad input) as every command's errors."""
     from vazao.bench import redact
-    from vazao.bench.client import error_kind
+    from vazao.bench.session import Outcome
 
-    recs = result.all_records()
-    if recs and all(error_kind(r.error) == "connect" for r in recs):  # --no-probe at a wrong URL: bad input
-        detail = recs[0].error.split(":", 1)[1].strip()
-        report_error(redact.redact(f"cannot reach {result.config.target.safe_url}: {detail}"))
-        return 2
-    errors = {k: v for lv in result.levels for k, v in lv.errors.items()}
-    fatal = [k for k in errors if k in FATAL_KINDS]
-    if fatal:
-        err_console.print(f"[bold red]error:[/] requests failed in ways a rerun will not fix: {', '.join(fatal)}",
-                          highlight=False)
-        return 1
-    recs = result.all_records()
-    if recs and not any(r.ok for r in recs):
-        err_console.print("[bold red]error:[/] every measured request failed", highlight=False)
-        return 1
-    return 0
+    if verdict.outcome is not Outcome.FAILED:
+        return
+    if verdict.exit_code == 2:
+        report_error(redact.redact(verdict.reason))
+    else:
+        err_console.print(f"[bold red]error:[/] {escape(redact.redact(verdict.reason))}", highlight=False)
 
 
 def _print_result(result: BenchResult, out_path: Path | None) -> None:

@@ -20,7 +20,8 @@ CACHE = typer.Option(None, "--cache", help="Prompt caching with this TTL's write
 BATCH = typer.Option(False, "--batch", help="Bill at the batch endpoint's prices.")
 PER_DAY = typer.Option(None, "--per-day", help="Also show the bill for this many per day.")
 FMT = typer.Option(None, "--format", "-f", help="Weight format (default bf16, fp16 before Ampere).")
-ENGINE = typer.Option("vllm", "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp …")
+ENGINE = typer.Option(None, "--engine", "-e", help="Engine profile: vllm, sglang, trtllm, llama.cpp … (default: the "
+                      "GPU's own: vLLM on NVIDIA and AMD, llama.cpp on Apple, CPUs and for GGUF files).")
 SLO_OPT = typer.Option(None, "--slo", help="Latency limits the throughput must meet, e.g. "
                        "ttft_p95=500ms,tpot_p95=50ms (default ttft_p95=1s,tpot_p95=50ms; none: no limit).")
 TRAFFIC = typer.Option(None, "--traffic", help="Cost at this load: a request rate (20/s); enough copies of the "
@@ -255,16 +256,13 @@ def bill_usage_cmd(
     """Bill a log of real requests, each line at its own model's price; malformed lines are counted
     and reported, the rest billed."""
     from vazao.catalog.prices import get_price
-    from vazao.cost.usage import UnpricedModelError, bill_usage
+    from vazao.cost.usage import bill_usage
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
 
     extra = _extra(prices_file)
     table = get_price(price, extra) if price else None
-    try:
-        ub = bill_usage(log, table, batch, cache, extra)
-    except UnpricedModelError as exc:  # the library names its argument; here the flag that sets it
-        raise VazaoError(str(exc).replace("give a fallback price (table)", "pass --price")) from None
+    ub = bill_usage(log, table, batch, cache, extra)
     if json_out:
         emit_json(ub.to_json())
         return
@@ -301,33 +299,6 @@ def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | 
     return RequestShape(input_tokens, output_tokens), fixed_workload(input_tokens, output_tokens), None
 
 
-def _slo(text: str | None, judge: str = "band"):
-    """(SLO or None, the line that says which): the default when none is given; "none" for no limit;
-    `judge` says what is held to the limits (SLO.judge)."""
-    from vazao.plan import DEFAULT_SLO
-    from vazao.results import SLO
-
-    if text is not None and text.strip().lower() == "none":
-        return None, "SLO: none (throughput at saturation, whatever the latency)"
-    s = SLO.parse(text or DEFAULT_SLO).judged_by(judge)
-    limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in s.limits.items())
-    return s, f"SLO: {limits}, {s.held}" + (" (the default; --slo to change, --slo none for none)"
-                                            if text is None else "")
-
-
-def _traffic(text: str | None, utilisation: str):
-    if text is None:
-        return None
-    from vazao.plan import Traffic
-
-    t = Traffic.parse(text)
-    if t.rate is None:
-        raise VazaoError("--traffic for cost is a request rate (20/s): the deployment's cost at that load")
-    if str(utilisation).strip() != "1":
-        raise VazaoError("give --traffic or --utilisation, not both: the traffic sets how busy the GPUs are")
-    return t.rate
-
-
 @cost_app.command("selfhost")
 def cost_selfhost_cmd(
     model: str = typer.Argument(..., help="Catalog name, config.json or .gguf."),
@@ -339,12 +310,12 @@ def cost_selfhost_cmd(
     traffic: str = TRAFFIC,
     measured: Path = typer.Option(None, "--measured", help="Take throughput from a `vazao bench` JSON run."),
     utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
-    json_out: bool = JSON,
+    quiet: bool = QUIET, json_out: bool = JSON,
 ) -> None:
     """$/Mtok of a self-hosted deployment at the throughput that meets the SLO."""
     from vazao.budget import read_run
-    from vazao.cost.policy import SelfHostQuery, selfhost_for
-    from vazao.cost.selfhost import at_traffic, given_rate, parse_utilisation
+    from vazao.cost.policy import SelfHostQuery, selfhost, slo_choice, traffic_rate
+    from vazao.cost.selfhost import given_rate, parse_utilisation
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
 
@@ -355,25 +326,20 @@ def cost_selfhost_cmd(
         shape, w = None, None  # the run brings its own throughput; no request shape needed
     else:
         shape, w, _plan = _shape(workload, input_tokens, output_tokens)
-    s, slo_note = _slo(slo, judge)
-    rps = _traffic(traffic, utilisation)
+    choice = slo_choice(slo, judge)
+    rps = traffic_rate(traffic, utilisation)
     if measured is not None and count is None:
         raise VazaoError("with --measured, say how many GPUs served the run (--count)")
     run = read_run(measured) if measured is not None else None
-    c = selfhost_for(SelfHostQuery(model, gpu, shape, w, count=count, fmt=fmt, engine=engine,
-                                   usd_per_hour=usd_per_hour, utilisation=utilisation, slo=s, measured=run,
-                                   measured_detail=f"run {measured}", analytic=analytic))
-    if rps is not None:
-        c = at_traffic(c, rps)
-    inp = shape.input_tokens if shape else None
-    out = shape.output_tokens if shape else None
+    answer = selfhost(SelfHostQuery(model, gpu, shape, w, count=count, fmt=fmt, engine=engine,
+                                    usd_per_hour=usd_per_hour, utilisation=utilisation, slo=choice.slo,
+                                    measured=run, measured_detail=f"run {measured}", analytic=analytic),
+                      choice, rps)
     if json_out:
-        emit_json({"model": model, "input_tokens": inp, "output_tokens": out, "slo": dict(s.limits) if s else None,
-                   "slo_judge": s.judge if s else None, "slo_is_default": slo is None, "traffic_requests_per_s": rps,
-                   **c.to_json()})
+        emit_json(answer.to_json())
         return
-    console.print(slo_note, highlight=False)
-    print_lines(console, R.selfhost_lines(c))
+    console.print(choice.note, highlight=False)
+    print_lines(console, R.selfhost_lines(answer.cost))
 
 
 @cost_app.command("breakeven")
@@ -390,8 +356,7 @@ def cost_breakeven_cmd(
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type; with --traffic, each side's
     monthly bill at that load. --plot draws $/Mtok against traffic with the API's line."""
-    from vazao.catalog.prices import usd_str
-    from vazao.cost.policy import SelfHostQuery, api_usd_per_request, break_evens, monthly_at
+    from vazao.cost.policy import SelfHostQuery, breakeven, slo_choice, traffic_rate
     from vazao.cost.selfhost import parse_utilisation
     from vazao.report import cost_console as R
 
@@ -401,30 +366,21 @@ def cost_breakeven_cmd(
     table = _price(price, prices_file)
     utilisation = parse_utilisation(utilisation, "--utilisation")
     shape, w, plan = _shape(workload, input_tokens, output_tokens)
-    inp, out = shape.input_tokens, shape.output_tokens
-    s, slo_note = _slo(slo, judge)
-    per_request = api_usd_per_request(table, shape, plan, cache)
+    choice = slo_choice(slo, judge)
+    rps = traffic_rate(traffic, utilisation)
     q = SelfHostQuery(model, gpu_ids[0], shape, w, count=count, fmt=fmt, engine=engine, utilisation=utilisation,
-                      slo=s, analytic=analytic)
-    rows = break_evens(q, gpu_ids, table.id, per_request)
-    rps = _traffic(traffic, utilisation)
-    at = [monthly_at(r.selfhost, rps, per_request) for r in rows] if rps is not None else None
-    result = {"model": model, "api_price": table.id, "api_price_as_of": table.as_of,
-              "api_usd_per_request": usd_str(per_request), "input_tokens": inp, "output_tokens": out,
-              "slo": dict(s.limits) if s else None, "slo_judge": s.judge if s else None,
-              "slo_is_default": slo is None,
-              "winner": rows[0].gpu if rows and rows[0].breakeven_requests_per_day is not None else None,
-              "rows": [r.to_json() for r in rows],
-              **({"traffic_requests_per_s": rps, "at_traffic": at} if at is not None else {})}
+                      slo=choice.slo, analytic=analytic)
+    answer = breakeven(q, gpu_ids, table, plan, cache, choice, rps)
+    result = answer.to_json()
     if json_out:
         emit_json(result)
     else:
-        console.print(slo_note, highlight=False)
-        console.print(R.breakeven_table(rows, table.id, per_request))
-        if at is not None:
+        console.print(choice.note, highlight=False)
+        console.print(R.breakeven_table(list(answer.rows), table.id, answer.api_usd_per_request))
+        if answer.at_traffic is not None:
             from vazao.report.console import print_lines
 
-            print_lines(console, R.at_traffic_lines(at, rps))
+            print_lines(console, R.at_traffic_lines(list(answer.at_traffic), rps))
     if plot is not None:
         from vazao.cli.app import _clean
         from vazao.report.small_reports import breakeven_report
@@ -480,8 +436,6 @@ def prefix_cmd(
     from vazao.cost.prefix import analyze, read_requests, tokenizer_from_file
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
-    from vazao.units import parse_duration
-
     if unit not in ("token", "char"):
         raise VazaoError(f"--unit is token or char, got {unit[:40]!r}")
     if block is not None:
@@ -489,16 +443,11 @@ def prefix_cmd(
     number(min_cacheable, "--min-cacheable", minimum=0, maximum=limits.MAX_CONTEXT, integer=True)
     number(chars_per_token, "--chars-per-token", minimum=0, exclusive_min=True, maximum=limits.MAX_CHARS_PER_TOKEN)
     cache = _cache_ttl(cache)
-    ttl_s = 300.0
-    if cache is not None and cache != "default":
-        ttl_s = parse_duration(cache)
-        if not ttl_s > 0:
-            raise VazaoError(f"--cache TTL must be longer than zero, got {cache!r}")
     table = _price(price, prices_file)
     reqs, malformed, bad = read_requests(requests_file)
     encode = tokenizer_from_file(tokenizer) if tokenizer is not None else None
-    report = analyze(reqs, table, unit=unit, block=block, min_cacheable_tokens=min_cacheable, ttl_s=ttl_s,
-                     cache_ttl=cache, chars_per_token=chars_per_token, encode=encode)
+    report = analyze(reqs, table, unit=unit, block=block, min_cacheable_tokens=min_cacheable, cache_ttl=cache,
+                     chars_per_token=chars_per_token, encode=encode)
     report = replace(report, malformed=malformed, malformed_lines=tuple(bad))
     if json_out:
         emit_json(report.to_json())
@@ -558,9 +507,9 @@ def budget_check_cmd(
         if not model or not gpu:
             raise VazaoError("--simulate needs --model and --gpu")
         number(concurrency, "--concurrency", minimum=1, maximum=limits.MAX_BUDGET_CONCURRENCY, integer=True)
-        from vazao.scenario import deployment_for
+        from vazao.physics.deployment import make_deployment
 
-        dep = deployment_for(model, gpu, fmt, count=count, engine=engine)
+        dep = make_deployment(model, gpu, fmt, count=count, engine=engine)
         sim_fn, label = deployment_latency(dep, concurrency, analytic)
     result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict)
     if json_out:

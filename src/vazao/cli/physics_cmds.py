@@ -34,13 +34,13 @@ def fit_cmd(
 ) -> None:
     """Does it fit? Weights, KV per token and per sequence, and how many sequences fit. --plot draws
     the memory per GPU: weights, runtime reserve, KV cache, what the engine's cap leaves."""
+    from vazao.physics.deployment import make_deployment
     from vazao.physics.memory import fit
     from vazao.report.console import fit_lines, print_lines
-    from vazao.scenario import deployment_for
 
     check_positive(count=count, context=context, tp=tp, pp=pp)
     check_plot(plot)
-    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
     f = fit(dep, context)
     alternatives = []
     if not f.fits and not ideal:
@@ -79,13 +79,13 @@ def estimate_cmd(
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
     --plot draws each batch's decode and prefill step on the GPU's roofline."""
     from vazao.estimate import estimate
+    from vazao.physics.deployment import make_deployment
     from vazao.report.console import estimate_footer, estimate_table, print_lines
-    from vazao.scenario import deployment_for
 
     check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
     check_plot(plot)
-    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
+    dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
     est = estimate(dep, batches, input_tokens, output_tokens)
     result = {**dep.to_json(), "ideal": ideal, **est.to_json()}

@@ -106,7 +106,7 @@ def plan_cmd(
     if workers is not None:
         inputs.number(workers, "--workers", minimum=1, maximum=256, integer=True)
     if profile is not None:
-        from vazao.calibrate import load_profiles
+        from vazao.physics.profiles import load_profiles
 
         load_profiles(profile)
     from vazao.plan.space import slo_with_user_tps
@@ -225,18 +225,9 @@ def _bench(result) -> str:
 
 
 def _api(result, price: str) -> dict:
-    from vazao.plan.api import api_bill_per_request, compare
+    from vazao.plan.api import against_api
 
-    c = result.winner or result.candidates[0]
-    if c.usd_per_hour is None:
-        raise VazaoError(f"--against-api: {c.shape.gpu} has no rental price; give --gpu-price {c.shape.gpu}=USD")
-    rps = result.inputs.traffic.rate
-    if rps is None:
-        if c.summary is None:
-            raise VazaoError("--against-api with a concurrency needs a simulated winner")
-        rps = c.summary.request_throughput_per_s * c.replicas
-    pid, per_request = api_bill_per_request(result.inputs.workload, price, seed=result.inputs.seed)
-    return compare(c, rps, pid, per_request).to_json()
+    return against_api(result, price).to_json()
 
 
 def _print_api(api: dict) -> None:

@@ -1,6 +1,6 @@
 """vazao simulate: a model on N accelerators serving a workload, engine step by engine step.
 
-JSON (--json): {"summary": RunSummary, "sim": {...}, "deployment", "workload", "config", ...};
+JSON (--json, vazao.sim.SimRun.to_json): {"summary": RunSummary, "sim": {...}, "deployment", "workload", "config", ...};
 with --compare also "variants": [{"name": "batching=static", "summary", "throughput_ratio", "sim"}]
 and "summary" is the first variant's; with a --rate or --concurrency list, "points":
 [{"rate" | "concurrency": x, "summary", "sim"}] and "summary" is the last point's (as vazao bench).
@@ -77,7 +77,8 @@ def simulate_cmd(
     profile: str = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp)."),
     pp: int = typer.Option(1, "--pp", help="Pipeline-parallel stages."),
-    engine: str = typer.Option("vllm", "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive."),
+    engine: str = typer.Option(None, "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive "
+                                "(default: the GPU's own: vLLM on NVIDIA and AMD, llama.cpp on Apple, CPUs and GGUF)."),
     ideal: bool = typer.Option(False, "--ideal", help="Physical limit: efficiencies 1, no overheads."),
     workload: str = typer.Option("chat", "--workload", "-w",
                                  help="Built-in (chat, rag, batch, agent, summarize, support) or a YAML file."),
@@ -116,8 +117,8 @@ def simulate_cmd(
     """Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching,
     speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model.
     --plot draws a sweep's latency against throughput (with the SLO lines), else the latency percentiles."""
+    from vazao.physics.deployment import make_deployment
     from vazao.results import SLO
-    from vazao.scenario import deployment_for
     from vazao.sim.config import parse_compare
     from vazao.units import parse_duration
     from vazao.workload import load_workload
@@ -139,31 +140,31 @@ def simulate_cmd(
                       duration_s=parse_duration(duration) if duration is not None else None,
                       rate=rates[0] if len(rates) == 1 else None,
                       concurrency=concs[0] if len(concs) == 1 else None)
-    dep = deployment_for(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
+    dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
     cfg = _sim_config(dep, kv_link, disagg, (spec_k, spec_alpha, spec_draft, spec_draft_ratio),
                       scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
                       max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
                       chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue)
-    from vazao.sim.run import resolve_config
+    from vazao.report.progress import progress_bar
+    from vazao.sim import run_simulation
 
-    cfg = resolve_config(dep, w, cfg)
-    head = _head(dep, w, cfg, slo_obj, _swept(rates, concs) if sweeping else None)
-    live = show_progress(json_out, quiet)
-    payload, named = _run(dep, w, cfg, slo_obj, axes, rates if sweeping else [], concs if sweeping else [], live)
-    payload = {**head, **payload}
+    label = "simulating variants" if axes else "simulating the sweep" if sweeping else "simulating"
+    with progress_bar(label, enabled=show_progress(json_out, quiet)) as show:
+        run = run_simulation(dep, w, cfg, slo_obj, axes=axes, rates=rates if sweeping else (),
+                             concurrencies=concs if sweeping else (), progress=show)
     # The result goes to stdout first, the records file after: a failed write keeps the printed copy.
     if json_out:
-        emit_json(payload)
+        emit_json(run)
     else:
-        _render(head, payload, named, slo_obj, timeline)
+        _render(run, slo_obj, timeline)
     if records is not None:
-        _write_records(records, [r for _, r in named])
+        _write_records(records, [r for _, r in run.named])
     if plot is not None:
         from vazao.cli.app import _clean
         from vazao.report.reports import simulation_report
 
-        write_plot(simulation_report(_clean(payload)), plot, json_out=json_out, quiet=quiet)
+        write_plot(simulation_report(_clean(run)), plot, json_out=json_out, quiet=quiet)
 
 
 def _sim_config(dep, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:
@@ -190,40 +191,7 @@ def _sim_config(dep, kv_link: str | None, disagg: str | None, spec_args: tuple, 
     return cfg
 
 
-def _head(dep, w, cfg: SimConfig, slo, swept: str | None) -> dict:
-    """What every output starts with: the deployment, the workload and the settings simulated."""
-    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
-            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
-            "deployment": dep.label(), "workload": w.name, "workload_description": w.describe(swept),
-            "config": cfg.describe()}
-    if slo:
-        head["slo"] = dict(slo.limits)
-    return head
-
-
-def _run(dep, w, cfg: SimConfig, slo, axes: list, rates: list[float], concs: list[int],
-         live: bool) -> tuple[dict, list]:
-    """The one library call: a comparison, a sweep or a single run. Returns the payload's results and
-    (name, SimResult) per run; a sweep's rates/concurrencies are empty unless there are several."""
-    from vazao.report.progress import progress_bar
-    from vazao.sim import compare, simulate, sweep
-
-    if axes:
-        with progress_bar("simulating variants", enabled=live) as show:
-            variants = compare(dep, w, cfg, axes, slo, progress=show)
-        return ({"summary": variants[0].result.summary, "variants": variants},
-                [(v.name, v.result) for v in variants])
-    if rates or concs:
-        with progress_bar("simulating the sweep", enabled=live) as show:
-            points = sweep(dep, w, cfg, rates=rates, concurrencies=concs, slo=slo, progress=show)
-        return ({"summary": points[-1].result.summary, "points": points},
-                [(f"{p.kind} {p.value:g}", p.result) for p in points])
-    with progress_bar("simulating", enabled=live) as show:
-        result = simulate(dep, w, cfg, slo, progress=show)
-    return {"summary": result.summary, "sim": result}, [("", result)]
-
-
-def _render(head: dict, payload: dict, named: list, slo, timeline: bool) -> None:
+def _render(run, slo, timeline: bool) -> None:
     from vazao.report.sim_console import (
         header_lines,
         points_table,
@@ -234,13 +202,13 @@ def _render(head: dict, payload: dict, named: list, slo, timeline: bool) -> None
     )
     from vazao.sim.stats import thin
 
-    if "variants" in payload:
-        _print_many(head, variants_table(head, payload["variants"], slo is not None), named)
+    head = run.head
+    if run.variants or run.points:
+        table = (variants_table(head, list(run.variants), slo is not None) if run.variants else
+                 points_table(head, list(run.points), slo is not None))
+        _print_many(head, table, run.named)
         return
-    if "points" in payload:
-        _print_many(head, points_table(head, payload["points"], slo is not None), named)
-        return
-    result = payload["sim"]
+    result = run.result
     for line in header_lines(head):
         console.print(line, highlight=False)
     console.print(summary_table(head, result.summary))
@@ -248,12 +216,6 @@ def _render(head: dict, payload: dict, named: list, slo, timeline: bool) -> None
         console.print(line, highlight=False)
     if timeline:
         console.print(timeline_table(thin(result.timeline, 16)))
-
-
-def _swept(rates: list[float], concs: list[int]) -> str:
-    if len(rates) > 1:
-        return "Poisson rate sweep " + ", ".join(f"{r:g}" for r in rates) + "/s"
-    return "closed-loop concurrency sweep " + ", ".join(str(c) for c in concs)
 
 
 def _print_many(head: dict, table, named_results: list) -> None:

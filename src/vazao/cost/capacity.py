@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from vazao.results import SLO, RunSummary
 
 if TYPE_CHECKING:
+    from vazao.bands import Band
     from vazao.workload import Workload
 
 STEADY_REQUESTS_PER_USER = 10
@@ -232,7 +233,7 @@ def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> t
             if value else None
         if b:
             bands[key] = b
-        checks.append(Check(key, value, b[1] if b else None, limit, slo.judge))
+        checks.append(Check(key, value, b.high if b else None, limit, slo.judge))
     return tuple(checks), bands
 
 
@@ -247,7 +248,7 @@ class Judged:
     summary: RunSummary
     met: bool  # every limit met by its band's pessimistic edge (slo_checks)
     checks: tuple[Check, ...] = ()
-    bands: Mapping[str, tuple] = field(default_factory=dict)
+    bands: Mapping[str, Band] = field(default_factory=dict)
     peak_running: int = 0
     preemptions: int = 0
     cache_hit_share: float | None = None  # prompt tokens the prefix cache served in the run

@@ -197,11 +197,24 @@ class Bill:
 
 
 def check_ttl(table: PriceTable, cache_ttl: str | None) -> None:
-    """A --cache TTL the table prices (a table without write prices caches automatically: any TTL)."""
+    """A cache TTL the table prices. A table without write prices caches automatically at no premium:
+    it takes `default` or a TTL some provider sells (5m, 1h, …), and refuses anything else (a typo
+    such as 7y would otherwise bill silently as if it meant something)."""
+    if cache_ttl in (None, "default"):
+        return
     ttls = table.base.cache_ttls
-    if cache_ttl not in (None, "default") and ttls and cache_ttl not in ttls:
-        raise VazaoError(f"{table.id} has no prompt-cache TTL {str(cache_ttl)[:40]!r}; it has: "
-                         f"{', '.join(ttls)} (or default)")
+    if ttls:
+        if cache_ttl not in ttls:
+            raise VazaoError(f"{table.id} has no prompt-cache TTL {str(cache_ttl)[:40]!r}; it has: "
+                             f"{', '.join(ttls)} (or default)", parameter="cache_ttl")
+        return
+    from vazao.catalog.prices import all_prices
+
+    sold = sorted({t for p in all_prices() for t in p.base.cache_ttls} - {"default"})
+    if cache_ttl not in sold:
+        raise VazaoError(f"{table.id} caches automatically, with no TTL to choose; cache TTL "
+                         f"{str(cache_ttl)[:40]!r} is none that any provider sells ({', '.join(sold)}, or default)",
+                         parameter="cache_ttl")
 
 
 def make_bill(table: PriceTable, lines: Iterable[Line], batch: bool = False, cache_ttl: str | None = None,

@@ -27,12 +27,56 @@ from vazao.cost.selfhost import (
     throughput_from_summary,
 )
 from vazao.errors import VazaoError
-from vazao.results import SLO, RunSummary
+from vazao.results import DEFAULT_SLO, SLO, RunSummary
 
 if TYPE_CHECKING:
     from vazao.workload import Workload
 
 FIXED_REQUESTS = 200  # requests of a fixed-length workload: enough for the simulator's p95
+
+
+@dataclass(frozen=True)
+class SLOChoice:
+    """The SLO a cost is held to, and whether it is the default (the user gave none)."""
+
+    slo: SLO | None  # None: no limit (throughput at saturation)
+    is_default: bool = False
+
+    @property
+    def note(self) -> str:
+        """The line that says which SLO holds, as cost and plan print it above their answer."""
+        if self.slo is None:
+            return "SLO: none (throughput at saturation, whatever the latency)"
+        limits = ", ".join(f"{k} ≤ {v * 1e3:g} ms" for k, v in self.slo.limits.items())
+        return f"SLO: {limits}, {self.slo.held}" + (" (the default; --slo to change, --slo none for none)"
+                                                    if self.is_default else "")
+
+    def to_json(self) -> dict:
+        s = self.slo
+        return {"slo": dict(s.limits) if s else None, "slo_judge": s.judge if s else None,
+                "slo_is_default": self.is_default}
+
+
+def slo_choice(text: str | None, judge: str = "band") -> SLOChoice:
+    """The SLO `text` states (`none`: no limit; None: DEFAULT_SLO), held by `judge` (SLO.judge)."""
+    if text is not None and text.strip().lower() == "none":
+        return SLOChoice(None)
+    return SLOChoice(SLO.parse(text or DEFAULT_SLO).judged_by(judge), is_default=text is None)
+
+
+def traffic_rate(text: str | None, utilisation: Decimal = Decimal(1)) -> float | None:
+    """The request rate a cost is priced at (None: none given). A cost's traffic is a rate, and it sets
+    how busy the GPUs are, so it excludes a utilisation other than 1."""
+    if text is None:
+        return None
+    from vazao.workload.traffic import Traffic
+
+    t = Traffic.parse(text)
+    if t.rate is None:
+        raise VazaoError("the traffic of a cost is a request rate (20/s): the deployment's cost at that load")
+    if Decimal(utilisation) != 1:
+        raise VazaoError("give a traffic or a utilisation, not both: the traffic sets how busy the GPUs are")
+    return t.rate
 
 
 @dataclass(frozen=True)
@@ -57,7 +101,7 @@ class SelfHostQuery:
     workload: Workload | None = None  # what the simulator runs
     count: int | None = None
     fmt: str | None = None
-    engine: str = "vllm"
+    engine: str | None = None  # None: the GPU's natural engine (physics.deployment.default_engine)
     usd_per_hour: str | None = None
     utilisation: Decimal = Decimal(1)
     slo: SLO | None = None
@@ -85,9 +129,9 @@ def fixed_workload(input_tokens: int, output_tokens: int) -> Workload:
 
 
 def _deployment(q: SelfHostQuery, count: int):
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
 
-    return deployment_for(q.model, q.gpu, q.fmt, count=count, engine=q.engine)
+    return make_deployment(q.model, q.gpu, q.fmt, count=count, engine=q.engine)
 
 
 def _cost(q: SelfHostQuery, dep, tp: Throughput) -> SelfHostCost:
@@ -179,3 +223,84 @@ def monthly_at(cost: SelfHostCost, rps: float, api_per_request: Decimal) -> dict
     own = float(c.usd_per_hour) * HOURS_PER_MONTH
     return {"deployment": c.deployment, "gpus": c.gpus, "selfhost_usd_per_month": round(own, 2),
             "api_usd_per_month": round(api, 2), "cheaper": "self-hosted" if own < api else "api"}
+
+
+@dataclass(frozen=True)
+class SelfHostAnswer:
+    """`vazao cost selfhost`'s answer: the cost, at the traffic when one is given, under the SLO."""
+
+    model: str
+    shape: RequestShape | None
+    slo: SLOChoice
+    cost: SelfHostCost
+    traffic_requests_per_s: float | None = None
+
+    def to_json(self) -> dict:
+        s = self.shape
+        return {"model": self.model, "input_tokens": s.input_tokens if s else None,
+                "output_tokens": s.output_tokens if s else None, **self.slo.to_json(),
+                "traffic_requests_per_s": self.traffic_requests_per_s, **self.cost.to_json()}
+
+
+def selfhost(q: SelfHostQuery, slo: SLOChoice | None = None, rps: float | None = None) -> SelfHostAnswer:
+    """The self-hosted cost of `q` (selfhost_for), at `rps` requests/s when given (enough copies of the
+    deployment carry it: cost.selfhost.at_traffic). `slo` names the SLO q holds (default: q.slo as given)."""
+    from vazao.cost.selfhost import at_traffic
+
+    choice = slo if slo is not None else SLOChoice(q.slo)
+    if choice.slo != q.slo:
+        q = replace(q, slo=choice.slo)
+    c = selfhost_for(q)
+    if rps is not None:
+        c = at_traffic(c, rps)
+    return SelfHostAnswer(q.model, q.shape, choice, c, rps)
+
+
+@dataclass(frozen=True)
+class BreakEvenAnswer:
+    """`vazao cost breakeven`'s answer: a ranked BreakEven row per GPU type against one API price, and
+    each side's monthly bill at the traffic when one is given. The winner is the GPU type that beats
+    the API at the lowest traffic (None: the API is cheaper on every one)."""
+
+    model: str
+    api_price: str
+    api_price_as_of: str | None
+    api_usd_per_request: Decimal
+    shape: RequestShape
+    slo: SLOChoice
+    rows: tuple
+    traffic_requests_per_s: float | None = None
+    at_traffic: tuple[dict, ...] | None = None
+
+    @property
+    def winner(self) -> str | None:
+        first = self.rows[0] if self.rows else None
+        return first.gpu if first is not None and first.breakeven_requests_per_day is not None else None
+
+    def to_json(self) -> dict:
+        from vazao.catalog.prices import usd_str
+
+        out = {"model": self.model, "api_price": self.api_price, "api_price_as_of": self.api_price_as_of,
+               "api_usd_per_request": usd_str(self.api_usd_per_request), "input_tokens": self.shape.input_tokens,
+               "output_tokens": self.shape.output_tokens, **self.slo.to_json(), "winner": self.winner,
+               "rows": [r.to_json() for r in self.rows]}
+        if self.at_traffic is not None:
+            out.update({"traffic_requests_per_s": self.traffic_requests_per_s, "at_traffic": list(self.at_traffic)})
+        return out
+
+
+def breakeven(q: SelfHostQuery, gpus: Sequence[str], table, plan: Sequence | None = None,
+              cache_ttl: str | None = None, slo: SLOChoice | None = None,
+              rps: float | None = None) -> BreakEvenAnswer:
+    """Self-hosting `q` on each of `gpus` against the API price `table` (a PriceTable): the API's mean
+    bill per request over the workload's `plan` (prefixes cached with cache_ttl) or for q.shape, and
+    with `rps` each side's monthly bill at that traffic."""
+    if q.shape is None:
+        raise VazaoError("a break-even needs a request shape (input and output tokens per request)")
+    choice = slo if slo is not None else SLOChoice(q.slo)
+    if choice.slo != q.slo:
+        q = replace(q, slo=choice.slo)
+    per_request = api_usd_per_request(table, q.shape, plan, cache_ttl)
+    rows = tuple(break_evens(q, gpus, table.id, per_request))
+    at = tuple(monthly_at(r.selfhost, rps, per_request) for r in rows) if rps is not None else None
+    return BreakEvenAnswer(q.model, table.id, table.as_of, per_request, q.shape, choice, rows, rps, at)

@@ -251,10 +251,31 @@ def _after_fix(u: _Units, scan: _VolatileScan, table: PriceTable, cache_ttl: str
     return _simulate_and_bill(u, moved, table, cache_ttl)
 
 
+DEFAULT_TTL_S = 300.0  # the shortest TTL providers sell (Anthropic's 5 minutes; OpenAI's is 5–10 minutes)
+_FROM_CACHE = -1.0
+
+
+def cache_ttl_seconds(cache_ttl: str | None) -> float:
+    """How long a cache entry lives: the TTL `cache_ttl` names (5m, 1h), else DEFAULT_TTL_S."""
+    from vazao.units import parse_duration
+
+    if cache_ttl is None or cache_ttl == "default":
+        return DEFAULT_TTL_S
+    ttl_s = parse_duration(cache_ttl)
+    if not ttl_s > 0:
+        raise VazaoError(f"cache TTL must be longer than zero, got {cache_ttl[:40]!r}")
+    return ttl_s
+
+
 def analyze(requests: Sequence[Request], table: PriceTable, unit: str = "token", block: int | None = None,
-            min_cacheable_tokens: int = 1024, ttl_s: float | None = 300.0, cache_ttl: str | None = None,
+            min_cacheable_tokens: int = 1024, ttl_s: float | None = _FROM_CACHE, cache_ttl: str | None = None,
             chars_per_token: float = 4.0, encode: Callable[[str], list] | None = None,
             min_run_tokens: int = 32, window_tokens: int = 4096) -> PrefixReport:
+    """The prefix report of `requests` priced at `table`. cache_ttl: the TTL whose write price is paid
+    (None: the table's first); ttl_s: how long entries live when requests carry timestamps (default:
+    cache_ttl's duration, else DEFAULT_TTL_S; None: never expire)."""
+    if ttl_s == _FROM_CACHE:
+        ttl_s = cache_ttl_seconds(cache_ttl)
     _check_analyze(requests, table, unit, chars_per_token)
     u = _to_units(requests, unit, block, min_cacheable_tokens, ttl_s, chars_per_token, encode, min_run_tokens,
                   window_tokens)

@@ -194,8 +194,9 @@ def bill_usage(path: str | Path, table: PriceTable | None, batch: bool = False, 
         own = pricer.own(label)
         priced = own or table
         if priced is None:
-            raise UnpricedModelError(f"usage log {inputs._show(p)} line {n}: no price for model {label!r}; give a "
-                                     "fallback price (table) for lines whose model the price catalog does not list")
+            raise UnpricedModelError(f"usage log {inputs._show(p)} line {n}: no price for model {label!r}; give "
+                                     "`table`, a fallback price for lines whose model the price catalog does not "
+                                     "list", parameter="table")
         if own is None:
             fallback_n += 1
             fallback_models[label] = None

@@ -129,36 +129,79 @@ class Deployment:
                 f"{par} ({self.engine.name})")
 
 
+def default_format(acc: Accelerator) -> str:
+    """bf16 where the silicon runs it, else fp16 (Volta/Turing, Pascal, older engines)."""
+    return "bf16" if acc.native("bf16") else "fp16"
+
+
+def default_engine(acc: Accelerator, origin: str = "catalog") -> str:
+    """The GPU's natural engine: llama.cpp for GGUF files and for hardware vLLM does not run on
+    (Apple, CPUs); vLLM otherwise."""
+    if origin.startswith("gguf") or acc.vendor not in ("nvidia", "amd"):
+        return "llama.cpp"
+    return "vllm"
+
+
+def _count(value, what: str, maximum: int) -> int:
+    from vazao.inputs import number
+
+    return int(number(value, what, minimum=1, maximum=maximum, integer=True))
+
+
 def make_deployment(
     model: str | ModelArch,
     gpu: str | Accelerator,
-    fmt: str | Format = "bf16",
-    kv: str | KVFormat = "fp16",
+    fmt: str | Format | None = None,
+    kv: str | KVFormat | None = None,
     count: int = 1,
     tp: int | None = None,
     pp: int = 1,
-    engine: str | EngineProfile = "vllm",
+    engine: str | EngineProfile | None = None,
     ideal: bool = False,
-    weights_bytes_override: float | None = None,
     strict: bool = True,
+    profile: str | None = None,
+    weights_bytes_override: float | None = None,
 ) -> Deployment:
-    """Build a Deployment from names; `tp` defaults to count / pp.
+    """The one way to build a Deployment, from names or objects; every command and library path
+    calls it, so the same arguments give the same deployment everywhere.
 
-    model: a ModelArch, or a catalog name / config.json / .gguf path (its architecture only: use
-    scenario.deployment_for for a file's own format and exact weight bytes).
-    strict: refuse formats the engine cannot run (status 'unsupported') with the engine's reason."""
+    model: a ModelArch, or a catalog name, a config.json (or its folder) or a .gguf path; a file brings
+    its own format (GGUF, a quantization_config) and, in that format, its exact weight bytes.
+    fmt: None means the model file's format, else the GPU's natural 16-bit format (bf16, or fp16
+    before Ampere). kv: None means the engine's own KV dtype for that format (TensorRT-LLM: FP8 for FP8).
+    engine: a profile name or an EngineProfile; None means the GPU's natural engine (default_engine).
+    profile: a calibrated profile file (vazao calibrate -o) to look the engine name up in.
+    tp defaults to count / pp. Counts are checked (whole, positive, within vazao.limits) before
+    anything is loaded. strict: refuse formats the engine cannot run (status 'unsupported') with the
+    engine's reason."""
+    count = _count(count, "count (accelerators)", limits.MAX_GPUS)
+    if tp is not None:
+        tp = _count(tp, "tp", limits.MAX_PARALLEL)
+    pp = _count(pp, "pp", limits.MAX_PARALLEL)
+    file_format, exact, origin = None, None, "catalog"
     if isinstance(model, str):
         from vazao.catalog.models import load_model
 
-        model = load_model(model).arch
+        loaded = load_model(model)
+        model, file_format, origin = loaded.arch, loaded.weight_format, loaded.origin
+        exact = loaded.weights_bytes
     acc = gpu if isinstance(gpu, Accelerator) else resolve_accelerator(gpu)
+    if fmt is None:
+        fmt = file_format or default_format(acc)
     f = fmt if isinstance(fmt, Format) else get_format(fmt)
-    k = kv if isinstance(kv, KVFormat) else get_kv_format(kv)
-    eng = engine if isinstance(engine, EngineProfile) else get_engine(engine)
+    if weights_bytes_override is None and exact and f.name == file_format:
+        weights_bytes_override = exact  # the file's own bytes count only in the file's own format
+    if engine is None:
+        engine = default_engine(acc, origin)
+    if isinstance(engine, EngineProfile):
+        eng = engine
+    else:
+        from vazao.physics.profiles import load_profiles
+
+        eng = get_engine(engine, load_profiles(profile) if profile else None)
+    k = kv if isinstance(kv, KVFormat) else get_kv_format(kv if kv is not None else eng.kv_format_for(f.name))
     if ideal:
         eng = eng.idealized() if not eng.is_ideal else eng
-    if count < 1 or pp < 1 or (tp is not None and tp < 1):
-        raise VazaoError("GPU count, tp and pp must be positive integers")
     if tp is None:
         tp = max(1, count // pp)
     eng = eng.on_generation(acc.generation)
@@ -169,3 +212,8 @@ def make_deployment(
     if strict and dep.support.status == "unsupported":
         raise VazaoError(f"{f.name} on {acc.name}: {dep.support.reason}")
     return dep
+
+
+# The name the library's examples used before make_deployment became the one constructor; the same
+# function, kept so scripts written against it keep working.
+deployment_for = make_deployment

@@ -1,6 +1,6 @@
 """Engine profiles: efficiencies and overheads (calibratable) plus the scheduler settings of each engine.
 
-A profile is read from engines.yaml (or a calibrated profile file, `--profile`): the efficiencies a
+A profile is read from engines.yaml (or a calibrated profile file, `--profile`: load_profiles): the efficiencies a
 fit may change are CALIBRATED; everything else describes how the engine schedules and sizes
 itself. A profile may carry `versions`: a list of {min_version, …overrides} for engine releases
 whose measured speed steps away from the base (e.g. TensorRT-LLM 0.10 → 0.17)."""
@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from vazao import inputs
 from vazao.catalog._load import load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
 
@@ -288,3 +290,24 @@ def get_engine(name: str, profiles: Mapping[str, EngineProfile] | None = None) -
     if key in table:
         return table[key]
     raise NotFoundError("engine", name, table.keys())
+
+
+def load_profiles(path: str | Path) -> Mapping[str, EngineProfile]:
+    """A profile file: {engines: {name: {settings}}}; a name the shipped catalog has may give only
+    the keys it changes, the rest coming from engines.yaml."""
+    data = inputs.read_yaml(path, "profile file")
+    if not isinstance(data, Mapping) or not isinstance(data.get("engines"), Mapping):
+        raise VazaoError(f"profile file {path}: expected a mapping with an `engines` mapping")
+    shipped = engines()
+    out = dict(shipped)
+    for name, e in data["engines"].items():
+        base = {}
+        if name in shipped:
+            base = {f.name: getattr(shipped[name], f.name) for f in fields(EngineProfile) if f.name != "name"}
+            base["versions"] = [dict(v) for v in base["versions"]]
+            base["generations"] = {g: dict(o) for g, o in base["generations"].items()}
+            base["kv_dtype"] = dict(base["kv_dtype"])
+        if not isinstance(e, Mapping):
+            raise VazaoError(f"profile file {path}: engine {name}: expected a mapping of settings")
+        out[str(name)] = profile_from_dict(str(name), {**base, **e}, f"profile file {path}")
+    return out

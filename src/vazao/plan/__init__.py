@@ -9,6 +9,8 @@
 
 from vazao.plan.evaluate import Candidate, Check, Pruned
 from vazao.plan.search import PlanResult, run_plan
-from vazao.plan.space import DEFAULT_SLO, PlanInputs, Shape, Traffic
+from vazao.plan.space import PlanInputs, Shape
+from vazao.results import DEFAULT_SLO
+from vazao.workload.traffic import Traffic
 
 __all__ = ["DEFAULT_SLO", "Candidate", "Check", "PlanInputs", "PlanResult", "Pruned", "Shape", "Traffic", "run_plan"]

@@ -30,13 +30,13 @@ class Alternative:
 
 
 def _fits(model: str, gpu: str, fmt: str, count: int, context: int, engine: str | None):
+    from vazao.physics.deployment import make_deployment
     from vazao.physics.memory import fit
-    from vazao.scenario import deployment_for
 
     try:
         tp = None if engine == "llama.cpp" else count
         pp = count if engine == "llama.cpp" else 1
-        dep = deployment_for(model, gpu, fmt, count=count, tp=tp or 1, pp=pp, engine=engine)
+        dep = make_deployment(model, gpu, fmt, count=count, tp=tp or 1, pp=pp, engine=engine)
         f = fit(dep, context)
     except VazaoError:
         return None

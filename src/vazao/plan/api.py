@@ -57,3 +57,20 @@ def compare(c: Candidate, requests_per_s: float, price_id: str, api_per_request:
         selfhost_usd_per_request=float(self_per_request), selfhost_usd_per_month=float(usd_per_month(c.usd_per_hour)),
         breakeven_requests_per_s=float(c.usd_per_hour / (api * 3600)),
         cheaper="self-hosted" if self_per_request < api else "api")
+
+
+def against_api(result, price: str) -> ApiComparison:
+    """The plan's winner (else its best candidate) against the API price `price`, at the planned traffic
+    (a closed loop: the rate the winner's simulation reached, over its replicas)."""
+    from vazao.errors import VazaoError
+
+    c = result.winner or result.candidates[0]
+    if c.usd_per_hour is None:
+        raise VazaoError(f"comparing against an API: {c.shape.gpu} has no rental price; give its price per hour")
+    rps = result.inputs.traffic.rate
+    if rps is None:
+        if c.summary is None:
+            raise VazaoError("comparing against an API at a concurrency needs a simulated winner")
+        rps = c.summary.request_throughput_per_s * c.replicas
+    pid, per_request = api_bill_per_request(result.inputs.workload, price, seed=result.inputs.seed)
+    return compare(c, rps, pid, per_request)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vazao.plan.evaluate import Candidate, _deployment, steady_workload
-from vazao.plan.space import PlanInputs, Traffic
+from vazao.plan.space import PlanInputs
+from vazao.workload.traffic import Traffic
 
 LEVELS = (0.5, 0.75, 1.0, 1.25, 1.5)  # of the load each deployment was sized for
 TOP = 3
@@ -50,7 +51,7 @@ def _load(c: Candidate, inp: PlanInputs) -> Traffic:
 
 def curve_point(c: Candidate, inp: PlanInputs, factor: float) -> CurvePoint:
     from vazao.cost.capacity import slo_checks
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
     from vazao.sim.config import DisaggConfig, SimConfig
     from vazao.sim.run import simulate
 
@@ -63,7 +64,7 @@ def curve_point(c: Candidate, inp: PlanInputs, factor: float) -> CurvePoint:
         level = float(whole.concurrency)
     if c.disagg:  # the pools work together: the whole deployment at the whole load, as the plan judged it
         sh = c.shape
-        dep = deployment_for(sh.model, sh.gpu, sh.fmt, sh.kv, count=c.count, tp=sh.tp, pp=sh.pp, engine=sh.engine,
+        dep = make_deployment(sh.model, sh.gpu, sh.fmt, sh.kv, count=c.count, tp=sh.tp, pp=sh.pp, engine=sh.engine,
                              profile=inp.profile)
         share, copies, split = whole, 1, DisaggConfig(*c.disagg)
     else:

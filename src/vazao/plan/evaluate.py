@@ -25,7 +25,8 @@ from functools import cache
 from vazao.cost.capacity import Check, slo_checks
 from vazao.cost.money import MICRO, to_decimal, usd_per_month
 from vazao.errors import VazaoError
-from vazao.plan.space import Lengths, PlanInputs, Shape, Traffic
+from vazao.plan.space import Lengths, PlanInputs, Shape
+from vazao.workload.traffic import Traffic
 
 CAPACITY_MARGIN = 0.85  # the closed form ignores queueing: aim the first replica count below its capacity
 MAX_TRIES = 4
@@ -45,7 +46,7 @@ class Candidate:
     marginal: bool
     source: str  # simulated | analytic
     checks: tuple[Check, ...]
-    bands: dict = field(default_factory=dict)  # SLO key → (low_s, high_s, note)
+    bands: dict = field(default_factory=dict)  # SLO key → bands.Band, in seconds
     summary: object | None = None  # RunSummary of one replica (simulated)
     quality: float | None = None  # recovery vs 16-bit; None: no published figure
     quality_source: str = ""
@@ -87,9 +88,9 @@ def _limit(slo, metric: str) -> float | None:
 
 
 def _deployment(shape: Shape, profile: str | None):
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
 
-    return deployment_for(shape.model, shape.gpu, shape.fmt, shape.kv, count=shape.gpus_per_replica, tp=shape.tp,
+    return make_deployment(shape.model, shape.gpu, shape.fmt, shape.kv, count=shape.gpus_per_replica, tp=shape.tp,
                           pp=shape.pp, engine=shape.engine, profile=profile)
 
 
@@ -435,14 +436,14 @@ def simulate_disagg(c: Candidate, split: tuple[int, int], inp: PlanInputs, lengt
     prompts on the prefill pool, each KV cache shipped to a decode replica (sim/disagg.py), judged as the
     colocated candidates are (steady state, band edge)."""
     from vazao.cost.capacity import sequence_limit, slo_checks
-    from vazao.scenario import deployment_for
+    from vazao.physics.deployment import make_deployment
     from vazao.sim.config import DisaggConfig, SimConfig
     from vazao.sim.run import simulate
 
     p, dd = split
     n = p + dd
     sh = c.shape
-    dep = deployment_for(sh.model, sh.gpu, sh.fmt, sh.kv, count=n * sh.gpus_per_replica, tp=sh.tp, pp=sh.pp,
+    dep = make_deployment(sh.model, sh.gpu, sh.fmt, sh.kv, count=n * sh.gpus_per_replica, tp=sh.tp, pp=sh.pp,
                          engine=sh.engine, profile=inp.profile)
     d = _demand(inp.workload, inp.seed)
     one = _deployment(sh, inp.profile)

@@ -40,7 +40,7 @@ def candidate_json(c: Candidate, command: str | None = None) -> dict:
         "meets_slo": c.meets_slo, "marginal": c.marginal, "source": c.source,
         "summary": c.summary.to_json() if c.summary is not None else None,
         "checks": [k.to_json() for k in c.checks], "binding": c.binding,
-        "bands": {k: {"low_s": b[0], "high_s": b[1], "note": b[2]} for k, b in c.bands.items()},
+        "bands": {k: b.to_json() for k, b in c.bands.items()},
         "quality": c.quality, "quality_source": c.quality_source or None, "detail": c.detail,
         "context_tokens": c.context or None, "capacity_req_s": c.capacity_req_s,
         "disagg": {"prefill": c.disagg[0], "decode": c.disagg[1]} if c.disagg else None,

@@ -7,8 +7,6 @@ even alone are pruned before anything is simulated, each with its reason."""
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -17,8 +15,8 @@ import numpy as np
 from vazao import inputs
 from vazao.errors import VazaoError
 from vazao.results import SLO
+from vazao.workload.traffic import Traffic
 
-DEFAULT_SLO = "ttft_p95=1s,tpot_p95=50ms"
 # cost: the cheapest deployment that carries the traffic within the SLO (vazao's question);
 # throughput: the most output tokens/s per GPU on gpu_count GPUs within the SLO (aiconfigurator's)
 OBJECTIVES = ("cost", "throughput")
@@ -35,37 +33,6 @@ def slo_with_user_tps(slo: SLO, user_tps: float | None, *, slo_given: bool) -> S
     limits = {k: v for k, v in slo.limits.items() if slo_given or k.split("_", 1)[0] != "tpot"}
     limits["tpot_mean"] = min(limits.get("tpot_mean", 1.0 / tps), 1.0 / tps)
     return SLO(limits, slo.judge)
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """Open loop (`rate` requests/s, Poisson) or closed loop (`concurrency` users)."""
-
-    rate: float | None = None
-    concurrency: int | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Traffic:
-        t = str(text).strip().lower().replace(" ", "")
-        m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)(/s|rps|req/s)?", t)
-        if m:
-            return cls(rate=float(inputs.positive(m.group(1), "traffic (requests per second)", maximum=1e6)))
-        m = re.fullmatch(r"(?:c|concurrency=|users=)([0-9]+)|([0-9]+)(?:users|concurrent)", t)
-        if m:
-            n = m.group(1) or m.group(2)
-            return cls(concurrency=int(inputs.positive(n, "traffic (concurrent users)", maximum=1e6, integer=True)))
-        raise VazaoError(f"traffic {text[:40]!r}: give a request rate (20/s) or a concurrency (c32, 32users)")
-
-    def per_replica(self, replicas: int) -> Traffic:
-        if self.rate is not None:
-            return Traffic(rate=self.rate / replicas)
-        return Traffic(concurrency=max(1, math.ceil(self.concurrency / replicas)))
-
-    def describe(self) -> str:
-        return f"{self.rate:g} req/s (Poisson)" if self.rate is not None else f"{self.concurrency} concurrent users"
-
-    def to_json(self) -> dict:
-        return {"rate_per_s": self.rate} if self.rate is not None else {"concurrency": self.concurrency}
 
 
 @dataclass(frozen=True)
@@ -189,8 +156,8 @@ class Shape:
 
 def _engines_for(gpu: str, inp: PlanInputs) -> list[str]:
     from vazao.catalog.local import resolve_accelerator
+    from vazao.physics.deployment import default_engine
     from vazao.physics.profiles import get_engine
-    from vazao.scenario import default_engine
 
     acc = resolve_accelerator(gpu)
     if not inp.engines:

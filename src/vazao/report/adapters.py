@@ -20,37 +20,10 @@ from vazao.report.model import (
     Source,
     ValidationPoint,
 )
+from vazao.resultfiles import kind_of  # cli.report and the tests read it from here too
 
 QUANTILES = tuple(q / 100 for q in range(1, 100))
 _SUMMARY_QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
-
-
-def kind_of(data: Any) -> str:
-    """What a vazao result file is, from its shape: simulation | bench run | validation | plan |
-    estimate | fit | breakeven | comparison | error | unknown."""
-    if not isinstance(data, Mapping):
-        return "unknown"
-    if "error" in data and len(data) == 1:
-        return "error"
-    if "candidates" in data and "pareto" in data:
-        return "plan"
-    summary = data.get("summary")
-    if isinstance(summary, Mapping) and "run" in data:
-        return "bench run"
-    if isinstance(summary, Mapping) and ("sim" in data or summary.get("source") == "simulated"):
-        return "simulation"
-    if "runs" in data:
-        return "comparison"
-    rows = data.get("rows")
-    if isinstance(rows, list) and isinstance(data.get("summary"), Mapping) and "by_metric" in data["summary"]:
-        return "validation"
-    if isinstance(rows, list) and "latency_floor_s" in data:
-        return "estimate"
-    if isinstance(rows, list) and "api_price" in data:
-        return "breakeven"
-    if "kv_capacity_tokens" in data and "weights_bytes_per_gpu" in data:
-        return "fit"
-    return "unknown"
 
 
 def source_of(summary: Mapping[str, Any]) -> Source:

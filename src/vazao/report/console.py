@@ -99,7 +99,7 @@ def fit_lines(label: str, f) -> list[str]:
 
 def with_band(text: str, band, fmt) -> str:
     """'2.41k (2.15k–2.69k)': a figure and its 80% band, when the profile is calibrated."""
-    return f"{text} ({fmt(band[0])}–{fmt(band[1])})" if band else text
+    return f"{text} ({fmt(band.low)}–{fmt(band.high)})" if band else text
 
 
 def estimate_table(est) -> Table:
@@ -129,7 +129,7 @@ def estimate_footer(est) -> list[str]:
     bands = [b for r in est.rows for b in (r.tokens_per_s_band, r.ttft_band) if b] + (
         [est.max_load_band] if est.max_load_band else [])
     if bands:
-        notes = sorted({b[2] for b in bands if b[2]})
+        notes = sorted({b.note for b in bands if b.note})
         lines.append("(low–high): the 80% band from the engine profile's calibration residuals"
                      + (f"; [yellow]{'; '.join(notes)}[/] (band widened)" if notes else ""))
     else:

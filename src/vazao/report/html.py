@@ -9,6 +9,8 @@ from typing import Any
 
 from vazao.errors import VazaoError
 from vazao.report.model import Report
+from vazao.report.plots import EXTRA, charts_for
+from vazao.report.vega import javascript_bundle, spec
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -17,8 +19,6 @@ def _jinja():
     try:
         import jinja2
     except ImportError:
-        from vazao.report.plots import EXTRA
-
         raise VazaoError(EXTRA) from None
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                               autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -31,18 +31,13 @@ def _script_json(obj: Any) -> str:
 
 
 def _page(template: str, charts: list[tuple[str, dict]], **context: Any) -> str:
-    from vazao.report.export import javascript_bundle
-
-    specs = [{"id": f"chart-{i}", "title": title, "spec": spec} for i, (title, spec) in enumerate(charts)]
+    specs = [{"id": f"chart-{i}", "title": title, "spec": vl_spec} for i, (title, vl_spec) in enumerate(charts)]
     return _jinja().get_template(template).render(
         bundle=javascript_bundle(), charts=specs, specs_json=_script_json([s["spec"] for s in specs]), **context)
 
 
 def render_report(report: Report) -> str:
     """The report as one HTML document: headline, plots, tables, then what produced it."""
-    from vazao.report.export import spec
-    from vazao.report.plots import charts_for
-
     charts = [(title, spec(chart)) for title, chart in charts_for(report)]
     return _page("report.html.j2", charts, report=report)
 

@@ -27,7 +27,7 @@ def _check_cell(c: Candidate, key: str) -> str:
 
 def _band_cell(c: Candidate, key: str) -> str:
     band = c.bands.get(key)
-    return f"{_ms(band[0])}–{_ms(band[1])}" if band else "–"
+    return f"{_ms(band.low)}–{_ms(band.high)}" if band else "–"
 
 
 def _status(c: Candidate) -> str:

@@ -5,7 +5,7 @@
 """
 
 from vazao.sim.config import DisaggConfig, SimConfig, SpecConfig
-from vazao.sim.run import Point, SimResult, Variant, compare, simulate, sweep
+from vazao.sim.run import Point, SimResult, SimRun, Variant, compare, run_simulation, simulate, sweep
 
-__all__ = ["DisaggConfig", "Point", "SimConfig", "SimResult", "SpecConfig", "Variant", "compare",
-           "simulate", "sweep"]
+__all__ = ["DisaggConfig", "Point", "SimConfig", "SimResult", "SimRun", "SpecConfig", "Variant", "compare",
+           "run_simulation", "simulate", "sweep"]

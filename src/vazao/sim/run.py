@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, replace
 from vazao import limits
 from vazao.bands import deployment_band
 from vazao.errors import VazaoError
-from vazao.estimate import microbatches
 from vazao.physics.memory import fit
+from vazao.physics.pipeline import microbatches
 from vazao.results import SLO, RequestRecord, RunSummary
 from vazao.sim.config import DisaggConfig, SimConfig, apply_axis
 from vazao.sim.disagg import KVLink
@@ -307,3 +307,79 @@ def sweep(dep, workload: Workload, config: SimConfig, *, rates: Sequence[float] 
         hook = _request_progress(w, progress, sum(sizes[:i]), sum(sizes))
         points.append(Point(kind, value, _simulate(dep, w, config, slo, hook)))
     return points
+
+
+# ---- one invocation, as `vazao simulate` makes it ----------------------------------------------
+@dataclass(frozen=True)
+class SimRun:
+    """A single run, a comparison or a sweep, with what was simulated (the deployment, the workload and
+    the settings: `head`). Its JSON is `vazao simulate --json`'s object; the run's columns stay behind
+    its results, so a summary or a records file is built from them only when asked for."""
+
+    head: dict
+    result: SimResult | None = None
+    variants: tuple[Variant, ...] = ()
+    points: tuple[Point, ...] = ()
+
+    @property
+    def summary(self) -> RunSummary:
+        """The single run's summary; a comparison's first variant's, a sweep's last point's."""
+        if self.variants:
+            return self.variants[0].result.summary
+        if self.points:
+            return self.points[-1].result.summary
+        return self.result.summary
+
+    @property
+    def named(self) -> list[tuple[str, SimResult]]:
+        """(name, result) per run: `axis=value …` per variant, `rate 4` per point, "" for a single run."""
+        if self.variants:
+            return [(v.name, v.result) for v in self.variants]
+        if self.points:
+            return [(f"{p.kind} {p.value:g}", p.result) for p in self.points]
+        return [("", self.result)]
+
+    def to_json(self) -> dict:
+        out = {**self.head, "summary": self.summary.to_json()}
+        if self.variants:
+            out["variants"] = [v.to_json() for v in self.variants]
+        elif self.points:
+            out["points"] = [p.to_json() for p in self.points]
+        else:
+            out["sim"] = self.result.to_json()
+        return out
+
+
+def _swept(rates: Sequence[float], concurrencies: Sequence[int]) -> str:
+    if len(rates) > 1:
+        return "Poisson rate sweep " + ", ".join(f"{r:g}" for r in rates) + "/s"
+    return "closed-loop concurrency sweep " + ", ".join(str(c) for c in concurrencies)
+
+
+def describe(dep, workload: Workload, cfg: SimConfig, slo: SLO | None = None, swept: str | None = None) -> dict:
+    """What every `vazao simulate` output starts with: the deployment, the workload, the settings."""
+    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
+            "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
+            "deployment": dep.label(), "workload": workload.name, "workload_description": workload.describe(swept),
+            "config": cfg.describe()}
+    if slo:
+        head["slo"] = dict(slo.limits)
+    return head
+
+
+def run_simulation(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None, *,
+                   axes: Sequence[tuple[str, Sequence[str]]] = (), rates: Sequence[float] = (),
+                   concurrencies: Sequence[int] = (), progress: Progress | None = None) -> SimRun:
+    """`vazao simulate`'s one call: a comparison over `axes`, a sweep over several `rates` or
+    `concurrencies`, else a single run (a single rate or concurrency belongs in the workload)."""
+    cfg = resolve_config(dep, workload, config)
+    sweeping = len(rates) > 1 or len(concurrencies) > 1
+    if axes and sweeping:
+        raise VazaoError("a comparison runs at one traffic level: give a single rate or concurrency with it")
+    head = describe(dep, workload, cfg, slo, _swept(rates, concurrencies) if sweeping else None)
+    if axes:
+        return SimRun(head, variants=tuple(compare(dep, workload, cfg, axes, slo, progress=progress)))
+    if sweeping:
+        return SimRun(head, points=tuple(sweep(dep, workload, cfg, rates=rates, concurrencies=concurrencies,
+                                               slo=slo, progress=progress)))
+    return SimRun(head, result=simulate(dep, workload, cfg, slo, progress=progress))

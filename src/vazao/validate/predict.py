@@ -68,7 +68,7 @@ def row_model(row: MeasuredRow):
     return get_model(row.model), row.weights or "bf16", None
 
 
-def deployment_for(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None):
+def row_deployment(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None):
     """The row's deployment. A model given as a file (a user's bench runs of a GGUF or config.json) brings
     its own format and exact weight bytes when the row names no format."""
     eng = get_engine(row.family, profiles).at_version(row.version)
@@ -98,7 +98,7 @@ def _need(row: MeasuredRow, **lengths: int) -> None:
 
 def predict(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None,
             sim_requests: int = SIM_REQUESTS) -> Prediction:
-    dep = deployment_for(row, profiles)
+    dep = row_deployment(row, profiles)
     kv = dep.kv_format.name
     cond = row.condition
     if row.metric == "tg_tok_s_batch1":

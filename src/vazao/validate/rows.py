@@ -456,7 +456,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     value = _positive(_number(d["value"], "value", notes), "value", 1e12)
     if strict and notes:
         more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
-        raise VazaoError(f"--strict: the row needs a reading it does not state: {notes[0]}{more}")
+        raise VazaoError(f"strict: the row needs a reading it does not state: {notes[0]}{more}", parameter="strict")
     low = text.lower()
     return MeasuredRow(
         id=d["id"].strip() or f"line-{line}", line=line, engine=d["engine"].strip(), family=family,

@@ -82,8 +82,7 @@ def metric_group(row: MeasuredRow) -> str:
 # ---- workers ---------------------------------------------------------------------------------------
 @lru_cache(maxsize=8)
 def _profiles(path: str | None, overrides_key: tuple) -> Mapping:
-    from vazao.calibrate import load_profiles
-    from vazao.physics.profiles import engines
+    from vazao.physics.profiles import engines, load_profiles
 
     base = dict(load_profiles(path)) if path else dict(engines())
     for fam, values in overrides_key:
