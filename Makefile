@@ -33,6 +33,7 @@ run: $(STAMP)
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 bench: $(DEV_STAMP)

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vazao.bench.client import Target
-from vazao.bench.loop import run as run_loop
-from vazao.bench.session import BenchConfig, run_bench
+from vazao.loadgen.client import Target
+from vazao.loadgen.loop import run as run_loop
+from vazao.loadgen.session import BenchConfig, run_bench
 from vazao.testing.fake_server import FakeConfig, spawn
 
 TTFT_S, ITL_S, OUTPUT = 0.050, 0.010, 100

@@ -23,7 +23,7 @@ def _us(fn, n: int = 400) -> float:
 
 
 def run() -> dict:
-    import vazao.estimate as E
+    import vazao.analytic as E
     from vazao.physics.deployment import make_deployment
 
     out = []

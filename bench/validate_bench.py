@@ -35,12 +35,12 @@ def _table(results) -> list[dict]:
 
 
 def _one(name: str) -> dict:
-    from vazao.validate import predict_rows, read_rows, summarize
+    from vazao.validate import predict_rows, read_rows, validation_report
 
     t0 = time.perf_counter()
     rows, problems = read_rows(DATA / name)
     results = predict_rows(rows)
-    rep = summarize(results, problems)
+    rep = validation_report(results, problems)
     wall = time.perf_counter() - t0
     return {
         "file": name, "wall_s": round(wall, 2), "rows": rep.total, "coverage": round(rep.coverage, 4),

@@ -26,8 +26,8 @@ import urllib.request
 import numpy as np
 import pytest
 
-from vazao.bench.client import Target
-from vazao.bench.session import BenchConfig, run_bench
+from vazao.loadgen.client import Target
+from vazao.loadgen.session import BenchConfig, run_bench
 from vazao.testing.fake_server import FakeConfig, spawn
 
 TTFT, ITL, OUT = 0.050, 0.020, 30

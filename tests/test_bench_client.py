@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from vazao.bench.client import ERROR_KINDS, Prompt, StreamClient, Target, error_kind
+from vazao.loadgen.client import ERROR_KINDS, Prompt, StreamClient, Target, error_kind
 
 
 def send(url: str, prompt: Prompt | None = None, api: str = "chat", **client_kw):
@@ -148,7 +148,7 @@ def test_connections_are_kept_alive_and_reused(fake_llm):
 
 def test_stream_on_uvloop(fake_llm):
     pytest.importorskip("uvloop")
-    from vazao.bench.loop import loop_name, run
+    from vazao.loadgen.loop import loop_name, run
 
     async def go():
         async with StreamClient(Target(fake_llm.url, model="fake-model")) as c:
@@ -161,7 +161,7 @@ def test_stream_on_uvloop(fake_llm):
 
 
 def test_loop_choice(monkeypatch):
-    from vazao.bench.loop import loop_name, run
+    from vazao.loadgen.loop import loop_name, run
 
     async def name():
         return loop_name()

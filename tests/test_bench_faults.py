@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vazao.bench import h1
-from vazao.bench.client import Prompt, StreamClient, Target
-from vazao.bench.records import RUNS_DIR_ENV, RecordLog, default_records_name, read_log
 from vazao.cli import app
 from vazao.errors import VazaoError
+from vazao.loadgen import h1
+from vazao.loadgen.client import Prompt, StreamClient, Target
+from vazao.loadgen.records import RUNS_DIR_ENV, RecordLog, default_records_name, read_log
 from vazao.results import RequestRecord
 from vazao.testing.fake_server import FakeConfig, spawn
 

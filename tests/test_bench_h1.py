@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from vazao.bench import h1
+from vazao.loadgen import h1
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -243,7 +243,7 @@ def test_origin_builds_one_request_head():
 def test_a_reused_connection_the_server_dropped_is_retried_once_on_a_fresh_one():
     """A server that answers one request per connection and drops the next one unanswered (as a
     server closing an idle keep-alive connection does when the close crosses the next request)."""
-    from vazao.bench.client import Prompt, StreamClient, Target
+    from vazao.loadgen.client import Prompt, StreamClient, Target
 
     body = chunked(fake_stream(3))
     connections = []

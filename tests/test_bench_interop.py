@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vazao.bench import foreign
-from vazao.bench.outputs import CSV_COLUMNS, csv_rows, output_paths, parse_kinds
+from vazao import limits
 from vazao.cli import app
 from vazao.errors import VazaoError
+from vazao.loadgen import foreign
+from vazao.loadgen.outputs import CSV_COLUMNS, csv_rows, output_paths, parse_kinds
 
 runner = CliRunner()
 DATA = Path(__file__).parent / "data"
@@ -251,7 +252,7 @@ def test_foreign_files_through_the_input_bounds(tmp_path, monkeypatch):
     assert "not valid JSON" in _one_line_error(runner.invoke(app, ["compare", str(nan)]))
     deep = _write(tmp_path, "deep.json", "[" * 100 + "]" * 100)
     assert "nests deeper" in _one_line_error(runner.invoke(app, ["compare", str(deep)]))
-    monkeypatch.setattr(foreign, "MAX_RESULT_BYTES", 4096)
+    monkeypatch.setattr(limits, "MAX_RESULT_BYTES", 4096)
     assert "larger than" in _one_line_error(runner.invoke(app, ["compare", str(GUIDELLM)]))
     assert runner.invoke(app, ["compare", str(VLLM)]).exit_code == 0  # 1 KB: within the bound
 

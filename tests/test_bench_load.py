@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from vazao.bench.client import Target
-from vazao.bench.records import read_log
-from vazao.bench.session import BenchConfig, run_bench
 from vazao.errors import VazaoError
+from vazao.loadgen.client import Target
+from vazao.loadgen.records import read_log
+from vazao.loadgen.session import BenchConfig, run_bench
 from vazao.results import SLO
 
 
@@ -65,7 +65,7 @@ def test_poisson_open_loop_follows_the_schedule(fake_llm, tmp_path):
 def test_poisson_open_loop_on_uvloop_is_never_early(fake_llm, tmp_path):
     """uvloop's timers work in whole milliseconds and can wake a sleep up to one early."""
     pytest.importorskip("uvloop")
-    from vazao.bench.loop import run
+    from vazao.loadgen.loop import run
 
     wl = workload(tmp_path, "arrival: {kind: poisson, rate: 80}\nprompt: 10\noutput: 5\nrequests: 60\nseed: 7")
     cfg = BenchConfig(Target(fake_llm.url), workload=wl, records_path=tmp_path / "run.jsonl", progress=False)

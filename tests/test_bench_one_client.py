@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from vazao.bench import control, h1, server_facts
+from vazao.loadgen import control, h1, server_facts
 
 _BLOCK = "import sys; sys.modules['aiohttp'] = None\n"
 
@@ -39,8 +39,8 @@ def test_a_bench_runs_without_aiohttp(fake_llm, tmp_path):
     out = _python(f"""
         import asyncio, json
         import vazao.cli, vazao.cli.bench
-        from vazao.bench.client import Target
-        from vazao.bench.session import BenchConfig, run_bench
+        from vazao.loadgen.client import Target
+        from vazao.loadgen.session import BenchConfig, run_bench
         cfg = BenchConfig(Target({fake_llm.url!r}), workload={str(wl)!r},
                           records_path=__import__('pathlib').Path({str(tmp_path / 'r.jsonl')!r}), progress=False)
         res = asyncio.run(run_bench(cfg))

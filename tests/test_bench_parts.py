@@ -7,11 +7,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from vazao.bench.prompts import WORDS, Dataset, PromptBuilder, Sizing, TextMaker, sizing_from_usage
-from vazao.bench.records import RecordLog, read_log
-from vazao.bench.server_facts import metrics_delta, parse_prometheus
 from vazao.cli import app
 from vazao.errors import VazaoError
+from vazao.loadgen.prompts import WORDS, Dataset, PromptBuilder, Sizing, TextMaker, sizing_from_usage
+from vazao.loadgen.records import RecordLog, read_log
+from vazao.loadgen.server_facts import metrics_delta, parse_prometheus
 from vazao.results import RequestRecord, read_jsonl
 from vazao.workload import RequestSpec
 
@@ -64,7 +64,7 @@ def test_follow_up_turns_send_the_planned_user_message():
     # (6,550 tokens) already holds the prefix; its new message must be ~300 tokens, not total - prefix - history.
     from vazao.workload import load_workload
 
-    plan = load_workload("support", requests=3).plan()
+    plan = load_workload("support", requests=3).specs()
     b = PromptBuilder(TextMaker(seed=1), Sizing(1.0, 2, "test"), api="chat")
     first = b.build(0, plan[0])
     b.completed(plan[0], first, first.tokens, plan[0].output_tokens, None)

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from vazao.bench.records import RecordLog
-from vazao.bench.runs import Column, compare, load_columns, log_summary, simulate_like
 from vazao.errors import VazaoError
+from vazao.loadgen.records import RecordLog
+from vazao.loadgen.runs import Column, compare, load_columns, log_summary, simulate_like
 from vazao.results import RequestRecord
 
 

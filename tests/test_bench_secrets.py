@@ -10,8 +10,8 @@ from base64 import b64encode
 import pytest
 from typer.testing import CliRunner
 
-from vazao.bench import redact
 from vazao.cli import app
+from vazao.loadgen import redact
 from vazao.testing.fake_server import FakeConfig, serve_in_thread
 
 runner = CliRunner()

@@ -12,11 +12,11 @@ import signal
 import pytest
 from typer.testing import CliRunner
 
-from vazao.bench import records as records_mod
-from vazao.bench.client import Target, parse_headers
-from vazao.bench.session import BenchConfig, BenchResult, Outcome, Verdict, run_bench
 from vazao.cli import app
 from vazao.errors import VazaoError
+from vazao.loadgen import records as records_mod
+from vazao.loadgen.client import Target, parse_headers
+from vazao.loadgen.session import BenchConfig, BenchResult, Outcome, Verdict, run_bench
 
 runner = CliRunner()
 CLOSED = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there on a test machine
@@ -169,7 +169,7 @@ PROPS = [
 
 @pytest.mark.parametrize("body,kept", PROPS)
 def test_props_of_any_shape_are_read_defensively(body, kept):
-    from vazao.bench.server_facts import summarize_props
+    from vazao.loadgen.server_facts import summarize_props
 
     assert summarize_props(body) == kept
 

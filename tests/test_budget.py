@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vazao.analytic import steady_point
 from vazao.budget import analytic_summary, check_budget, deployment_latency, load_budget, parse_budget
 from vazao.cli import app
 from vazao.cost.ledger import TokenLedger
 from vazao.errors import VazaoError
-from vazao.estimate import steady_point
 from vazao.physics.deployment import make_deployment
 from vazao.results import Latency, RunSummary
 

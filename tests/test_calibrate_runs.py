@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from vazao.cli import app
-from vazao.validate.runs import RunDeployment, level_rows, read_runs
+from vazao.validate.bench_runs import RunDeployment, level_rows, read_runs
 
 
 def _summary(requests=4, errors=0, prompt=200, output=80, ttft=0.5, itl=0.03, tok_s=30.0):

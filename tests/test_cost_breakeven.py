@@ -43,7 +43,7 @@ def test_never_breaks_even_when_full_load_costs_more_than_the_api():
 def test_workload_prefix_written_once_then_read():
     """Seed 004_9706bef9153e5571.txt's support workload: the 6,000-token policy prefix is written by the
     first request and read by every later one; the re-sent history is plain input."""
-    plan = load_workload("support").plan()
+    plan = load_workload("support").specs()
     leds = workload_ledgers(plan, cached=True)
     assert leds[0].cache_write == 6000 and leds[0].cache_read == 0
     assert all(led.cache_read == 6000 for led in leds[1:] if plan[leds.index(led)].prefix_id)

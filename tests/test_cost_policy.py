@@ -23,7 +23,7 @@ def _run(out_tps: float) -> RunSummary:
 
 
 def test_mean_shape_rounds_the_plan_and_refuses_an_empty_one():
-    plan = load_workload("chat").plan()
+    plan = load_workload("chat").specs()
     s = mean_shape(plan)
     assert s.input_tokens == round(sum(r.prompt_tokens for r in plan) / len(plan))
     assert s.output_tokens == round(sum(r.output_tokens for r in plan) / len(plan))

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from vazao.analytic import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.cli import app
 from vazao.cost.selfhost import (
     Throughput,
@@ -22,7 +23,6 @@ from vazao.cost.selfhost import (
     throughput_from_summary,
 )
 from vazao.errors import VazaoError
-from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.physics.deployment import make_deployment
 from vazao.results import SLO, Latency, RunSummary
 from vazao.workload import load_workload
@@ -232,7 +232,7 @@ def test_simulated_search_saturates_without_an_slo():
 @given(top=st.integers(1, 128), start=st.integers(1, 128), knee=st.integers(0, 128))
 def test_bracket_then_bisect_finds_the_highest_concurrency_that_meets(top, start, knee):
     """Met up to the knee, missed above it: doubling/halving then bisecting lands on the knee (capped by
-    top) — exactly, since a bracket up to 128 wide closes within MAX_BISECT halvings."""
+    top) — exactly, since a bracket up to 128 wide closes within BISECT_STEPS halvings."""
     knee, start = min(knee, top), min(start, top)
     good, bad = _bracket(lambda c: c <= knee, start, top)
     if knee == 0:

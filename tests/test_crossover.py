@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-import vazao.estimate as E
+import vazao.analytic as E
 from vazao.errors import VazaoError
 from vazao.physics.deployment import make_deployment
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from vazao import demo as D
+from vazao.analytic import crossover_batch, estimate, latency_floor_s
 from vazao.catalog.formats import get_format
 from vazao.catalog.models import get_model
 from vazao.catalog.prices import get_price
@@ -25,7 +26,6 @@ from vazao.cli import app
 from vazao.cli.app import _clean
 from vazao.cost.conversation import Conversation, bill_conversation
 from vazao.cost.selfhost import analytic_throughput, gpu_rate, selfhost_cost
-from vazao.estimate import crossover_batch, estimate, latency_floor_s
 from vazao.physics.deployment import make_deployment
 from vazao.physics.memory import fit, weights_bytes
 from vazao.plan.alternatives import what_fits

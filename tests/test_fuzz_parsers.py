@@ -154,7 +154,7 @@ def mutated_text(draw, base: str) -> str:
 def _first_requests(w: Workload | None) -> None:
     if w is None:
         return
-    for r in itertools.islice(_valid_or_vazao(w.iter_plan) or (), 50):
+    for r in itertools.islice(_valid_or_vazao(w.iter_specs) or (), 50):
         assert r.prompt_tokens >= 0 and r.output_tokens >= 0
 
 

@@ -2,7 +2,7 @@
 
 Every module under src/vazao is parsed (not imported) and every import statement counted, those inside
 functions and under TYPE_CHECKING included: a deferred import is still a dependency, it only hides it.
-A unit is a top-level module (vazao.estimate) or a package (vazao.sim); a unit may import its own
+A unit is a top-level module (vazao.analytic) or a package (vazao.sim); a unit may import its own
 modules and any unit of a lower layer, never one of its own layer or above."""
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("catalog", "results", "workload"),  # data in: hardware/models/formats/prices; result records; traffic
     ("physics",),  # the one cost model: memory, step_cost, engine profiles
     ("bands",),  # error bands of a calibrated profile
-    ("estimate", "sim"),  # the two users of step_cost: closed form and discrete-event simulation
+    ("analytic", "sim"),  # the two users of step_cost: closed form and discrete-event simulation
     ("validate", "cost"),  # predictions against measured rows; bills and self-hosting on estimate/sim
     ("calibrate", "budget"),  # fitting profiles with validate's predictions; budgets checked with cost
     ("plan",),  # the deployment search
-    ("bench", "demo"),  # measuring real servers; the first screen's answers
+    ("loadgen", "demo"),  # measuring real servers; the first screen's answers
     ("report",),  # rendering: console, JSON, plots, HTML
     ("cli", "testing"),  # the command line; the fake server shipped for users' tests (never imported)
     ("__main__",),
@@ -44,7 +44,7 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
 # Module cycles that exist today (each lazily imported one way to work at all).
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"vazao.catalog.engine_flags", "vazao.plan.commands"}): "the upward type-only import above",
-    frozenset({"vazao.workload.types", "vazao.workload.plan"}): "Workload.__iter__ calls workload.plan",
+    frozenset({"vazao.workload.types", "vazao.workload.specs"}): "Workload.iter_specs calls workload.specs",
     frozenset({"vazao.plan.artefacts", "vazao.plan.artefacts_disagg"}): "disaggregated artefacts reuse the rest",
 }
 

@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
+from vazao.analytic import crossover_batch, decode_cost, estimate, latency_floor_s
 from vazao.catalog.formats import get_format
 from vazao.catalog.hardware import get_accelerator
 from vazao.catalog.models import get_model
-from vazao.estimate import crossover_batch, decode_cost, estimate, latency_floor_s
 from vazao.physics.deployment import make_deployment
 from vazao.physics.memory import fit, weights_bytes
 from vazao.units import GB, MB, GiB

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vazao.analytic import estimate, max_load_throughput
 from vazao.catalog.models import get_model
-from vazao.estimate import estimate, max_load_throughput
 from vazao.physics.deployment import make_deployment
 from vazao.physics.step import BatchShape, step_cost
 from vazao.results import SLO, Latency, pooled_gaps, summarize

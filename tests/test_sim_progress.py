@@ -81,7 +81,7 @@ def test_bench_bar_shows_eta_of_the_level():
 
     from rich.console import Console
 
-    from vazao.bench.progress import LiveProgress
+    from vazao.loadgen.progress import LiveProgress
 
     buf = io.StringIO()
     bar = LiveProgress(console=Console(file=buf, force_terminal=True, width=140))

@@ -113,7 +113,7 @@ def test_each_record_carries_its_planned_request(h100_8b):
     """The simulator reads a RequestSpec by field name: each record's prompt and output tokens, arrival
     and prefix are those its plan entry gave (a reordered or added field would shift them)."""
     w = load_workload("support", requests=80, rate=4)  # conversations: turns released after think times
-    plan = {s.request_id: s for s in w.plan()}
+    plan = {s.request_id: s for s in w.specs()}
     recs = simulate(h100_8b, w).records()
     assert len(recs) == 80
     for r in recs:

@@ -36,7 +36,7 @@ with contextlib.redirect_stdout(io.StringIO()):
         main()
     except SystemExit as exc:
         assert not exc.code, exc.code
-print(*(m in sys.modules for m in ("pydantic", "asyncio", "aiohttp", "vazao.sim", "vazao.bench.client")))
+print(*(m in sys.modules for m in ("pydantic", "asyncio", "aiohttp", "vazao.sim", "vazao.loadgen.client")))
 """
 
 

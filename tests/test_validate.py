@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from vazao.analytic import offline_point, trtllm_bench_limits
 from vazao.bands import band
 from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
-from vazao.estimate import offline_point, trtllm_bench_limits
 from vazao.physics.deployment import make_deployment
 from vazao.physics.profiles import load_profiles
-from vazao.validate import parse_rows, predict_rows, summarize
+from vazao.validate import parse_rows, predict_rows, validation_report
 from vazao.validate.predict import predict
 from vazao.validate.rows import engine_family, parse_condition, parse_version
 
@@ -76,7 +76,7 @@ def test_unknown_model_or_gpu_is_skipped_with_a_reason_not_a_crash():
     res = predict_rows(rows, workers=1)
     assert [r.skipped is not None for r in res] == [True, True]
     assert "unknown model" in res[0].skipped and "unknown GPU" in res[1].skipped
-    rep = summarize(res)
+    rep = validation_report(res)
     assert rep.coverage == 0 and rep.predicted == 0
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from vazao.catalog.models import get_model
 from vazao.errors import NotFoundError
 from vazao.physics.profiles import get_engine
-from vazao.validate import parse_rows, predict_rows, summarize
+from vazao.validate import parse_rows, predict_rows, validation_report
 from vazao.validate.predict import kv_format_name, predict, row_deployment
 from vazao.validate.run import _config_key
 
@@ -227,7 +227,7 @@ def test_strict_refuses_every_row_that_needs_an_assumption():
 
 def test_assumptions_in_the_json_and_the_summary():
     rows, problems = parse_rows(HEADER + MESSY)
-    rep = summarize(predict_rows(rows[1:], workers=1), problems)
+    rep = validation_report(predict_rows(rows[1:], workers=1), problems)
     doc = rep.to_json()
     by_id = {r["id"]: r for r in doc["rows"]}
     assert by_id["trt017-0006"]["assumed"] == [] and "approximate" in by_id["m2"]["assumed"][0]
@@ -327,7 +327,7 @@ def test_any_mix_of_cells_gives_a_result_never_an_exception(cells, strict):
     sorted(rows, key=_config_key)  # a file mixing parseable and free-text engine_version cells sorts
     # kept small: the simulator's work is not what this test is about
     small = [r for r in rows if r.input_len <= 20_000 and r.output_len <= 20_000 and r.condition.value <= 64]
-    rep = summarize(predict_rows(small, workers=1, sim_requests=8), problems)
+    rep = validation_report(predict_rows(small, workers=1, sim_requests=8), problems)
     doc = json.loads(json.dumps(rep.to_json(), default=str))
     assert doc["summary"]["rows"] == len(small) + len(problems)
     for r in rep.results:

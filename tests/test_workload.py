@@ -25,32 +25,32 @@ def test_builtins_load_and_plan():
     assert {"chat", "rag", "batch", "agent", "summarize", "support"} <= set(names)
     for name in names:
         w = load_workload(name, requests=50)
-        plan = w.plan()
+        plan = w.specs()
         assert len(plan) == 50 and all(isinstance(s, RequestSpec) for s in plan)
         assert all(s.prompt_tokens >= 1 and s.output_tokens >= 1 for s in plan)
         assert w.describe()
 
 
 def test_plan_is_deterministic_for_the_seed():
-    a = load_workload("chat", requests=200).plan()
-    b = load_workload("chat", requests=200).plan()
-    c = load_workload("chat", requests=200, seed=7).plan()
+    a = load_workload("chat", requests=200).specs()
+    b = load_workload("chat", requests=200).specs()
+    c = load_workload("chat", requests=200, seed=7).specs()
     assert a == b and a != c
     # lengths do not depend on the arrival process: the same seed at another rate keeps them
-    d = load_workload("chat", requests=200, rate=50).plan()
+    d = load_workload("chat", requests=200, rate=50).specs()
     assert [s.prompt_tokens for s in a] == [s.prompt_tokens for s in d]
     assert [s.arrival_s for s in a] != [s.arrival_s for s in d]
 
 
 def test_poisson_arrivals_have_the_requested_rate():
-    plan = wl(arrival={"kind": "poisson", "rate": 4}, requests=20_000).plan()
+    plan = wl(arrival={"kind": "poisson", "rate": 4}, requests=20_000).specs()
     t = np.array([s.arrival_s for s in plan])
     assert np.all(np.diff(t) >= 0)
     assert len(t) / t[-1] == pytest.approx(4, rel=0.03)
 
 
 def test_seed_004_support_conversation_shape():
-    plan = load_workload("support", requests=16).plan()
+    plan = load_workload("support", requests=16).specs()
     first = plan[:8]
     assert [s.prompt_tokens for s in first] == [6300, 6850, 7400, 7950, 8500, 9050, 9600, 10150]
     assert sum(s.prompt_tokens for s in first) == 65_800  # seed 004
@@ -69,26 +69,26 @@ def test_seed_004_support_conversation_shape():
 def test_closed_loop_plan_has_no_arrival_times():
     w = load_workload("chat", concurrency=8, requests=30)
     assert w.concurrency == 8 and w.closed_loop
-    assert all(s.arrival_s is None for s in w.plan())
+    assert all(s.arrival_s is None for s in w.specs())
 
 
 def test_closed_loop_with_only_a_duration_streams():
     w = workload_from_dict({"arrival": {"kind": "concurrency", "concurrency": 4}, "prompt": 10, "output": 10,
                             "duration_s": 60})
     with pytest.raises(VazaoError, match="finite"):
-        w.plan()
-    it = w.iter_plan()
+        w.specs()
+    it = w.iter_specs()
     assert len([next(it) for _ in range(1000)]) == 1000
 
 
 def test_burst_arrivals():
-    plan = wl(arrival={"kind": "burst", "size": 5, "interval_s": 10}, requests=12).plan()
+    plan = wl(arrival={"kind": "burst", "size": 5, "interval_s": 10}, requests=12).specs()
     assert [s.arrival_s for s in plan] == [0.0] * 5 + [10.0] * 5 + [20.0] * 2
-    assert all(s.arrival_s == 0 for s in wl(arrival={"kind": "burst"}).plan())
+    assert all(s.arrival_s == 0 for s in wl(arrival={"kind": "burst"}).specs())
 
 
 def test_duration_bounds_poisson_plans():
-    plan = wl(requests=None, duration_s=30).plan()
+    plan = wl(requests=None, duration_s=30).specs()
     assert plan and max(s.arrival_s for s in plan) < 30
 
 
@@ -102,24 +102,24 @@ def test_duration_bounds_poisson_plans():
     ({"dist": "empirical", "values": [5, 7]}, lambda x: set(x) == {5, 7}),
 ])
 def test_length_distributions(dist, check):
-    plan = wl(prompt=dist, requests=5000).plan()
+    plan = wl(prompt=dist, requests=5000).specs()
     assert check(np.array([s.prompt_tokens for s in plan]))
 
 
 def test_empirical_lengths_from_a_file(tmp_path):
     f = tmp_path / "lengths.txt"
     f.write_text("12\n30\n\n45\n")
-    plan = wl(output={"dist": "empirical", "file": str(f)}, requests=300).plan()
+    plan = wl(output={"dist": "empirical", "file": str(f)}, requests=300).specs()
     assert {s.output_tokens for s in plan} == {12, 30, 45}
     c = tmp_path / "lengths.csv"
     c.write_text("id,output\na,7\nb,9\n")
-    plan = wl(output={"dist": "empirical", "file": str(c), "column": "output"}, requests=100).plan()
+    plan = wl(output={"dist": "empirical", "file": str(c), "column": "output"}, requests=100).specs()
     assert {s.output_tokens for s in plan} == {7, 9}
 
 
 def test_prefix_shares():
     plan = wl(prefixes=[{"id": "a", "tokens": 100, "share": 0.5}, {"id": "b", "tokens": 50, "share": 0.25}],
-              requests=8000).plan()
+              requests=8000).specs()
     counts = {k: sum(s.prefix_id == k for s in plan) / len(plan) for k in ("a", "b", None)}
     assert counts["a"] == pytest.approx(0.5, abs=0.02) and counts["b"] == pytest.approx(0.25, abs=0.02)
     assert all(s.prompt_tokens == s.prefix_tokens + 100 for s in plan)
@@ -129,13 +129,13 @@ def test_trace_replay(tmp_path):
     f = tmp_path / "trace.csv"
     f.write_text("timestamp,prompt_tokens,output_tokens\n100.0,10,5\n100.5,20,6\n102,30,7\n")
     w = workload_from_dict({"arrival": {"kind": "trace", "file": str(f)}, "prompt": 1, "output": 1})
-    plan = w.plan()
+    plan = w.specs()
     assert [(s.arrival_s, s.prompt_tokens, s.output_tokens) for s in plan] == [
         (0.0, 10, 5), (0.5, 20, 6), (2.0, 30, 7)]
     plain = tmp_path / "times.txt"
     plain.write_text("0\n1.5\n3\n")
     w = workload_from_dict({"arrival": {"kind": "trace", "file": str(plain)}, "prompt": 9, "output": 3})
-    assert [s.arrival_s for s in w.plan()] == [0.0, 1.5, 3.0]
+    assert [s.arrival_s for s in w.specs()] == [0.0, 1.5, 3.0]
 
 
 def test_overrides():
@@ -208,7 +208,7 @@ def test_yaml_file_with_relative_paths(tmp_path):
     y.write_text("arrival: {kind: concurrency, concurrency: 2}\nprompt: {dist: empirical, file: lens.txt}\n"
                  "output: 8\nrequests: 5\n")
     w = load_workload(str(y))
-    assert w.name == "mine" and {s.prompt_tokens for s in w.plan()} == {64}
+    assert w.name == "mine" and {s.prompt_tokens for s in w.specs()} == {64}
 
 
 def test_request_spec_fields_are_named_and_typed():
@@ -216,7 +216,7 @@ def test_request_spec_fields_are_named_and_typed():
     assert (s.request_id, s.arrival_s, s.prompt_tokens, s.output_tokens, s.prefix_id, s.prefix_tokens) == (
         "7", 1.5, 130, 9, "sys", 100)
     assert (s.conversation_id, s.turn, s.history_tokens, s.after, s.think_time_s) == (None, 1, 0, None, 0.0)
-    plan = load_workload("support", requests=40).plan()
+    plan = load_workload("support", requests=40).specs()
     assert all(isinstance(p, RequestSpec) for p in plan)
     later = [p for p in plan if p.turn > 1]
     assert later and all(p.arrival_s is None and p.after is not None and p.history_tokens > 0 for p in later)

@@ -33,10 +33,10 @@ _EXPORTS: dict[str, str] = {
     # the cost model and what is built on it
     "deployment_for": "vazao.physics.deployment", "make_deployment": "vazao.physics.deployment",
     "fit": "vazao.physics.memory",
-    "step_cost": "vazao.physics.step", "estimate": "vazao.estimate", "load_workload": "vazao.workload",
+    "step_cost": "vazao.physics.step", "estimate": "vazao.analytic", "load_workload": "vazao.workload",
     "simulate": "vazao.sim.run", "SimConfig": "vazao.sim.config", "summarize": "vazao.results",
     # measuring
-    "BenchConfig": "vazao.bench.session", "run_bench": "vazao.bench.session", "Target": "vazao.bench.client",
+    "BenchConfig": "vazao.loadgen.session", "run_bench": "vazao.loadgen.session", "Target": "vazao.loadgen.client",
     # cost
     "TokenLedger": "vazao.cost.ledger", "bill_requests": "vazao.cost.ledger",
     "Conversation": "vazao.cost.conversation", "bill_conversation": "vazao.cost.conversation",

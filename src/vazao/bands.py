@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vazao.physics.profiles import EngineProfile
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_ms")
 
@@ -30,7 +33,7 @@ class Band(NamedTuple):
         """The band of the same prediction in another unit (× factor, factor > 0)."""
         return Band(self.low * factor, self.high * factor, self.note)
 
-    def to_json(self, unit: str = "s") -> dict:
+    def to_json(self, unit: str = "s") -> dict[str, Any]:
         return {f"low_{unit}": self.low, f"high_{unit}": self.high, "note": self.note}
 
 
@@ -43,13 +46,13 @@ def band_key(regime: str, metric: str) -> str:
     return f"{regime} latency" if metric in LATENCY_METRICS else regime
 
 
-def _flipped(r: Mapping) -> dict:
+def _flipped(r: Mapping[str, Any]) -> dict[str, Any]:
     """A latency's residual quantiles as those of its inverse, a speed: log(measured / predicted) changes sign,
     so the speed's q10 is the latency's −q90."""
     return {**r, "q10": -r["q90"], "q50": -r["q50"], "q90": -r["q10"]}
 
 
-def _residuals_for(res: Mapping, key: str) -> Mapping | None:
+def _residuals_for(res: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
     """The residual quantiles of `key`, else of its wider group (a TTFT's: the regime's latencies), else —
     for a speed of a regime the fit had no speeds of (a profile fitted on serving latencies alone) — the
     latency it is the inverse of (a prefill's tok/s: TTFT; any other: the per-token latencies), else all."""
@@ -69,7 +72,7 @@ BAND_QUANTILES = ("q10", "q90")  # an 80% band
 WIDEN = 0.5
 
 
-def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bool]:
+def _calibration_at(profile: EngineProfile, version: tuple[int, ...] | None) -> tuple[Mapping[str, Any] | None, bool]:
     """(the calibration of this engine release, whether the release was fitted): the release's own
     entry when it was, else the base one (the newest release's), as at_version resolves values."""
     cal = profile.calibration
@@ -86,7 +89,8 @@ def _calibration_at(profile: EngineProfile, version) -> tuple[Mapping | None, bo
     return None, False
 
 
-def band(profile: EngineProfile, regime: str, value: float, *, version=None, generation: str | None = None,
+def band(profile: EngineProfile, regime: str, value: float, *, version: tuple[int, ...] | None = None,
+         generation: str | None = None,
          weight_format: str | None = None, model_family: str | None = None) -> Band | None:
     """The 80% band around `value` from the fit's residual quantiles of this regime
     (all regimes pooled where it has too few rows), widened where the fit never saw this generation,
@@ -114,7 +118,7 @@ def band(profile: EngineProfile, regime: str, value: float, *, version=None, gen
     return Band(value * math.exp(lo), value * math.exp(hi), note)
 
 
-def deployment_band(dep, regime: str, value: float, *, metric: str = "") -> Band | None:
+def deployment_band(dep: Deployment, regime: str, value: float, *, metric: str = "") -> Band | None:
     """band() for a prediction about a Deployment (its engine's calibration, generation, format, family);
     `metric` (ttft_ms, tpot_ms, …; empty for a speed) picks the residuals as band_key does."""
     key = band_key(regime, metric)

@@ -179,7 +179,7 @@ def node_deployment(ideal: bool = False):
 
 
 def node_estimate(input_tokens: int, output_tokens: int, batches: tuple[int, ...] = (1,), ideal: bool = False):
-    from vazao.estimate import estimate
+    from vazao.analytic import estimate
 
     return estimate(node_deployment(ideal), list(batches), input_tokens, output_tokens)
 
@@ -195,9 +195,9 @@ def _cache_answer() -> CacheAnswer:
 
 
 def _fp8_answer(input_tokens: int) -> FormatAnswer:
+    from vazao.analytic import prefill_cost
     from vazao.catalog.formats import get_format
     from vazao.catalog.models import get_model
-    from vazao.estimate import prefill_cost
     from vazao.physics.deployment import make_deployment
     from vazao.physics.memory import weights_bytes
 
@@ -242,8 +242,8 @@ def estimate_result(est) -> dict:
 
 # ---- the configurations ---------------------------------------------------------------------------
 def _fit_row(dep, input_tokens: int, output_tokens: int) -> FitRow | None:
+    from vazao.analytic import estimate
     from vazao.cost.selfhost import analytic_throughput, gpu_rate, selfhost_cost
-    from vazao.estimate import estimate
 
     est = estimate(dep, [1], input_tokens, output_tokens)
     if not est.fit.fits or est.max_batch < 1:

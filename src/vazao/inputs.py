@@ -18,14 +18,8 @@ from typing import Any
 
 import yaml
 
+from vazao import limits
 from vazao.errors import VazaoError
-
-MAX_FILE_BYTES = 64 * 2**20  # configs, workloads, prices, budgets, results: far below this
-MAX_LOG_BYTES = 4 * 2**30  # JSONL logs (records, usage, traces, datasets) are read line by line
-MAX_LINE_BYTES = 16 * 2**20
-MAX_DEPTH = 64  # nesting of JSON/YAML containers; real configs nest 3-5 deep
-MAX_YAML_NODES = 1_000_000  # nodes after aliases are expanded: an alias bomb is refused, not built
-MAX_INT = 2**63 - 1
 
 
 def _show(path: Path | str) -> str:
@@ -150,7 +144,7 @@ def write_text(path: Path | str, text: str, what: str = "output file") -> None:
 # ---- whole files ---------------------------------------------------------------------------------
 
 
-def read_bytes(path: Path | str, what: str = "input file", *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(path: Path | str, what: str = "input file", *, max_bytes: int = limits.MAX_FILE_BYTES) -> bytes:
     """At most max_bytes of a file; a larger one is refused without reading it all."""
     p = input_file(path, what, allow_special=True)
     try:
@@ -171,7 +165,7 @@ def decode(data: bytes, what: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def read_text(path: Path | str, what: str = "input file", *, max_bytes: int = MAX_FILE_BYTES) -> str:
+def read_text(path: Path | str, what: str = "input file", *, max_bytes: int = limits.MAX_FILE_BYTES) -> str:
     return decode(read_bytes(path, what, max_bytes=max_bytes), f"{what} {_show(path)}")
 
 
@@ -208,7 +202,7 @@ def _depth(obj: Any, limit: int) -> int:
     return deepest
 
 
-def loads_json(text: str, what: str, *, max_depth: int = MAX_DEPTH) -> Any:
+def loads_json(text: str, what: str, *, max_depth: int = limits.MAX_DEPTH) -> Any:
     """Strict JSON: no NaN/Infinity, no out-of-range floats, nesting at most max_depth."""
     try:
         obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
@@ -221,7 +215,7 @@ def loads_json(text: str, what: str, *, max_depth: int = MAX_DEPTH) -> Any:
     return obj
 
 
-def read_json(path: Path | str, what: str = "JSON file", *, max_bytes: int = MAX_FILE_BYTES) -> Any:
+def read_json(path: Path | str, what: str = "JSON file", *, max_bytes: int = limits.MAX_FILE_BYTES) -> Any:
     return loads_json(read_text(path, what, max_bytes=max_bytes), f"{what} {_show(path)}")
 
 
@@ -285,8 +279,8 @@ def _children(n: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def loads_yaml(text: str, what: str, *, loader: type | None = None, max_depth: int = MAX_DEPTH,
-               max_nodes: int = MAX_YAML_NODES) -> Any:
+def loads_yaml(text: str, what: str, *, loader: type | None = None, max_depth: int = limits.MAX_DEPTH,
+               max_nodes: int = limits.MAX_YAML_NODES) -> Any:
     """Safe YAML, one document, with nesting and alias expansion bounded before construction.
     Non-finite floats (.inf, .nan) are refused: no count, size or price is infinite."""
     try:
@@ -329,15 +323,15 @@ def _first_non_finite(obj: Any) -> str | None:
 
 
 def read_yaml(path: Path | str, what: str = "YAML file", *, loader: type | None = None,
-              max_bytes: int = MAX_FILE_BYTES) -> Any:
+              max_bytes: int = limits.MAX_FILE_BYTES) -> Any:
     return loads_yaml(read_text(path, what, max_bytes=max_bytes), f"{what} {_show(path)}", loader=loader)
 
 
 # ---- line-oriented logs ----------------------------------------------------------------------------
 
 
-def iter_lines(path: Path | str, what: str = "log", *, max_line_bytes: int = MAX_LINE_BYTES,
-               max_bytes: int = MAX_LOG_BYTES) -> Iterator[tuple[int, str | None]]:
+def iter_lines(path: Path | str, what: str = "log", *, max_line_bytes: int = limits.MAX_LINE_BYTES,
+               max_bytes: int = limits.MAX_LOG_BYTES) -> Iterator[tuple[int, str | None]]:
     """(line number, text) for each line of a UTF-8 log, read in bounded memory. A line that is
     not UTF-8 or longer than max_line_bytes yields None as its text (the caller counts it as
     malformed); more than max_bytes in all is a VazaoError."""
@@ -400,10 +394,10 @@ def number(value: Any, what: str, *, minimum: float | None = None, maximum: floa
         if isinstance(v, float):
             if not v.is_integer():
                 raise _bad(what, f"{what} must be a whole number, got {value!r}")
-            if abs(v) > MAX_INT:
+            if abs(v) > limits.MAX_INT:
                 raise _bad(what, f"{what} is out of range: {value!r}")
             v = int(v)
-        if abs(v) > MAX_INT:
+        if abs(v) > limits.MAX_INT:
             raise _bad(what, f"{what} is out of range: {str(value)[:40]}")
     elif isinstance(v, int) and abs(v) > 1e300:
         raise _bad(what, f"{what} is out of range: {str(value)[:40]}")

@@ -17,14 +17,20 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 PERCENTILES = (50, 90, 95, 99)
 SOURCES = ("measured", "simulated", "analytic")
 
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
 
-class GapWindows(Sequence):
+
+class GapWindows(Sequence[float]):
     """A request's inter-token gaps held as windows onto shared arrays of step gaps.
 
     In a simulator every sequence decoding in an engine step sees that step's duration as its gap,
@@ -35,11 +41,11 @@ class GapWindows(Sequence):
 
     __slots__ = ("tracks", "windows")
 
-    def __init__(self, tracks: Sequence[np.ndarray], windows: tuple[int, ...]):
+    def __init__(self, tracks: Sequence[FloatArray], windows: tuple[int, ...]) -> None:
         self.tracks = tracks  # shared by every record of a run
         self.windows = windows  # flat (track, start, stop) triples, in time order
 
-    def _spans(self) -> Iterator[np.ndarray]:
+    def _spans(self) -> Iterator[FloatArray]:
         w = self.windows
         for i in range(0, len(w), 3):
             yield self.tracks[w[i]][w[i + 1]:w[i + 2]]
@@ -52,10 +58,15 @@ class GapWindows(Sequence):
         for span in self._spans():
             yield from span.tolist()
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> float: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[float, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> float | tuple[float, ...]:
         return tuple(self)[i]
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, (GapWindows, tuple, list)):
             return tuple(self) == tuple(other)
         return NotImplemented
@@ -111,11 +122,12 @@ class RequestRecord:
     @property
     def tpot_s(self) -> float | None:
         """(E2E − TTFT) / (output tokens − 1); None for one-token answers."""
-        if not self.ok or self.output_tokens < 2:
+        first, end = self.first_token_s, self.end_s
+        if not self.ok or first is None or end is None or self.output_tokens < 2:  # ok: neither is None
             return None
-        return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
+        return (end - first) / (self.output_tokens - 1)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         # not asdict(): it would deep-copy a GapWindows' shared tracks for every record
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["itl_s"] = list(self.itl_s)
@@ -123,7 +135,7 @@ class RequestRecord:
         return d
 
     @classmethod
-    def from_json(cls, d: Mapping) -> RequestRecord:
+    def from_json(cls, d: Mapping[str, Any]) -> RequestRecord:
         d = dict(d)
         d["itl_s"] = tuple(d.get("itl_s") or ())
         d["extra"] = dict(d.get("extra") or {})
@@ -140,7 +152,7 @@ class Latency:
     p99: float | None
 
     @classmethod
-    def of(cls, values: Iterable[float] | np.ndarray, weights: Iterable[int] | np.ndarray | None = None) -> Latency:
+    def of(cls, values: Iterable[float] | FloatArray, weights: Iterable[int] | IntArray | None = None) -> Latency:
         """Mean and percentiles; with integer `weights`, exactly those of each value repeated that
         many times (np.percentile's linear rule), without building the repeated array."""
         arr = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
@@ -153,7 +165,7 @@ class Latency:
         return cls(float(arr.mean()), *(float(x) for x in p))
 
     @classmethod
-    def _weighted(cls, arr: np.ndarray, w: np.ndarray) -> Latency:
+    def _weighted(cls, arr: FloatArray, w: IntArray) -> Latency:
         if not (arr.size and (w > 0).all() and (arr[1:] >= arr[:-1]).all()):
             # pooled_gaps' output is already sorted with positive weights: a stable sort would leave it as it is
             keep = w > 0
@@ -179,7 +191,8 @@ class Latency:
         return cls(float(np.sum(arr * w) / n), *out)
 
     def get(self, name: str) -> float | None:
-        return getattr(self, name)
+        value: float | None = getattr(self, name)
+        return value
 
 
 # The SLO plan and cost hold a deployment to when the user gives none: a chat-like service.
@@ -200,7 +213,7 @@ class SLO:
     METRICS = ("ttft", "tpot", "e2e", "itl")
     JUDGES = ("band", "prediction")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.judge not in self.JUDGES:
             from vazao.errors import VazaoError
 
@@ -277,14 +290,14 @@ class RunSummary:
     prompt_tokens: int = 0
     output_tokens: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = {k: (asdict(v) if isinstance(v, Latency) else v) for k, v in self.__dict__.items()}
         if d["goodput_requests_per_s"] is None:
             del d["goodput_requests_per_s"]
         return d
 
     @classmethod
-    def from_json(cls, d: Mapping) -> RunSummary:
+    def from_json(cls, d: Mapping[str, Any]) -> RunSummary:
         kw = dict(d)
         for k in ("ttft_s", "itl_s", "tpot_s", "e2e_s"):
             kw[k] = Latency(**kw[k])
@@ -292,7 +305,7 @@ class RunSummary:
         return cls(**{k: v for k, v in kw.items() if k in known})
 
 
-def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[FloatArray, IntArray]:
     """Every inter-token gap of the records as (sorted distinct values, how many times each occurs).
 
     Plain gaps count once each; a GapWindows adds one to every step its windows cover (counted from
@@ -303,7 +316,7 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
     plain: list[float] = []
     tpot_v: list[float] = []
     tpot_w: list[int] = []
-    spans: dict[int, tuple[np.ndarray, list[int], list[int]]] = {}
+    spans: dict[int, tuple[FloatArray, list[int], list[int]]] = {}
     for r in records:
         gaps = r.itl_s
         if isinstance(gaps, GapWindows):
@@ -320,7 +333,7 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
         elif r.output_tokens >= 2 and (t := r.tpot_s) is not None:
             tpot_v.append(t)
             tpot_w.append(r.output_tokens - 1)
-    parts: list[tuple[np.ndarray, Weights]] = []
+    parts: list[tuple[FloatArray, Weights]] = []
     if plain:
         parts.append((np.asarray(plain, dtype=float), lambda i, j: np.ones(j - i, dtype=np.int64)))
     elif not spans and tpot_v:  # only a producer that kept no gaps at all is stood in for by its TPOTs
@@ -331,23 +344,23 @@ def pooled_gaps(records: Sequence[RequestRecord]) -> tuple[np.ndarray, np.ndarra
     return merge_counts(parts)
 
 
-Weights = Callable[[int, int], np.ndarray]  # the weights of values[i:j], made a slice at a time
+Weights = Callable[[int, int], IntArray]  # the weights of values[i:j], made a slice at a time
 
 
-def coverage(start: np.ndarray, stop: np.ndarray) -> Weights:
+def coverage(start: IntArray, stop: IntArray) -> Weights:
     """How many of the windows [start, stop) cover each step: begun by it less ended by it, made a
     chunk at a time (a track is millions of steps; a weight array as long would be 25 MB)."""
     start, stop = np.sort(start), np.sort(stop)
 
-    def weights(i: int, j: int) -> np.ndarray:
+    def weights(i: int, j: int) -> IntArray:
         steps = np.arange(i, j)
         return start.searchsorted(steps, "right") - stop.searchsorted(steps, "right")
 
     return weights
 
 
-def window_gaps(tracks: Sequence[np.ndarray], track: np.ndarray, start: np.ndarray,
-                stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def window_gaps(tracks: Sequence[FloatArray], track: IntArray, start: IntArray,
+                stop: IntArray) -> tuple[FloatArray, IntArray]:
     """pooled_gaps() of GapWindows given as columns, one row per window (track index, start, stop)."""
     return merge_counts([(values, coverage(start[track == k], stop[track == k]))
                          for k, values in enumerate(tracks) if (track == k).any()])
@@ -356,7 +369,7 @@ def window_gaps(tracks: Sequence[np.ndarray], track: np.ndarray, start: np.ndarr
 _CHUNK = 1 << 18
 
 
-def merge_counts(parts: Sequence[tuple[np.ndarray, Weights]]) -> tuple[np.ndarray, np.ndarray]:
+def merge_counts(parts: Sequence[tuple[FloatArray, Weights]]) -> tuple[FloatArray, IntArray]:
     """(values, weights) pairs merged into (sorted distinct values, total weight of each), values whose
     total is zero left out: what a stable sort of the concatenation and a merge of its runs of equal
     values give, with one sorted copy of one part at a time and no permutation (a simulated run's
@@ -365,12 +378,15 @@ def merge_counts(parts: Sequence[tuple[np.ndarray, Weights]]) -> tuple[np.ndarra
     if not parts:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
     distinct = [_distinct(v) for v, _ in parts]
-    if any(d is None for d in distinct):
-        del distinct
+    found = [d for d in distinct if d is not None]
+    if len(found) < len(distinct):
+        del distinct, found
         return _merge_by_permutation(np.concatenate([v for v, _ in parts]),
                                      np.concatenate([w(0, len(v)) for v, w in parts]))
-    uniq = distinct[0] if len(distinct) == 1 else _distinct(np.concatenate(distinct))
     del distinct
+    uniq = found[0] if len(found) == 1 else _distinct(np.concatenate(found))
+    del found
+    assert uniq is not None  # parts without a NaN or a -0.0 make a whole without either
     counts = np.zeros(uniq.size, dtype=np.int64)
     for values, weights in parts:
         for i in range(0, values.size, _CHUNK):  # integer sums: any order gives the same totals
@@ -382,7 +398,7 @@ def merge_counts(parts: Sequence[tuple[np.ndarray, Weights]]) -> tuple[np.ndarra
     return uniq[keep], counts[keep]
 
 
-def _distinct(values: np.ndarray) -> np.ndarray | None:
+def _distinct(values: FloatArray) -> FloatArray | None:
     """The distinct values, sorted; None where an unstable sort could change the outcome (a NaN is a
     run of its own, and which of -0.0 and 0.0 comes first names their run)."""
     v = np.sort(values)  # in place on its copy: a stable sort would take another half as much
@@ -394,7 +410,7 @@ def _distinct(values: np.ndarray) -> np.ndarray | None:
     return v[first]
 
 
-def _merge_by_permutation(v: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _merge_by_permutation(v: FloatArray, w: IntArray) -> tuple[FloatArray, IntArray]:
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
     starts = np.flatnonzero(np.concatenate(([True], v[1:] != v[:-1])))
@@ -408,8 +424,8 @@ def summarize(
     records: Sequence[RequestRecord],
     slo: SLO | None = None,
     duration_s: float | None = None,
-    itl_gaps: np.ndarray | None = None,
-    itl_weights: np.ndarray | None = None,
+    itl_gaps: FloatArray | None = None,
+    itl_weights: IntArray | None = None,
 ) -> RunSummary:
     """Percentiles and throughputs over a run's records: the one summary every producer (bench,
     simulator, a records file read back) goes through.
@@ -417,7 +433,9 @@ def summarize(
     duration_s defaults to first arrival → last completion. ITL pools every gap of the ok records
     (see pooled_gaps); `itl_gaps` (with `itl_weights`, how many times each occurred) overrides it."""
     # the properties (ok, ttft_s, e2e_s, tpot_s) spelled out: the same arithmetic, once per record
-    ok = [r for r in records if r.error is None and r.first_token_s is not None and r.end_s is not None]
+    done = [(r, first, end) for r in records
+            if r.error is None and (first := r.first_token_s) is not None and (end := r.end_s) is not None]
+    ok = [r for r, _, _ in done]
     if duration_s is None:
         if records:
             start = min(r.arrival_s for r in records)
@@ -430,9 +448,9 @@ def summarize(
     return _assemble(
         records[0].source if records else "measured", len(records), len(ok), float(duration_s),
         sum(r.prompt_tokens for r in ok), sum(r.output_tokens for r in ok),
-        Latency.of([r.first_token_s - r.arrival_s for r in ok]), Latency.of(itl_gaps, itl_weights),
-        Latency.of([(r.end_s - r.first_token_s) / (r.output_tokens - 1) for r in ok if r.output_tokens >= 2]),
-        Latency.of([r.end_s - r.arrival_s for r in ok]), sum(slo.request_ok(r) for r in ok) if slo else None)
+        Latency.of([first - r.arrival_s for r, first, _ in done]), Latency.of(itl_gaps, itl_weights),
+        Latency.of([(end - first) / (r.output_tokens - 1) for r, first, end in done if r.output_tokens >= 2]),
+        Latency.of([end - r.arrival_s for r, _, end in done]), sum(slo.request_ok(r) for r in ok) if slo else None)
 
 
 @dataclass(frozen=True)
@@ -442,17 +460,17 @@ class RecordColumns:
     a track index into `tracks`, start, stop)."""
 
     source: str
-    arrival_s: np.ndarray
-    first_token_s: np.ndarray
-    end_s: np.ndarray
-    prompt_tokens: np.ndarray  # int64
-    output_tokens: np.ndarray  # int64
-    failed: np.ndarray  # bool: the record has an error
-    tracks: Sequence[np.ndarray]
-    window_row: np.ndarray
-    window_track: np.ndarray
-    window_start: np.ndarray
-    window_stop: np.ndarray
+    arrival_s: FloatArray
+    first_token_s: FloatArray
+    end_s: FloatArray
+    prompt_tokens: IntArray
+    output_tokens: IntArray
+    failed: BoolArray  # the record has an error
+    tracks: Sequence[FloatArray]
+    window_row: IntArray
+    window_track: IntArray
+    window_start: IntArray
+    window_stop: IntArray
 
 
 def summarize_columns(cols: RecordColumns, slo: SLO | None = None,
@@ -501,7 +519,7 @@ def _assemble(source: str, requests: int, ok: int, duration_s: float, in_tok: in
         source=source, prompt_tokens=in_tok, output_tokens=out_tok)
 
 
-def write_jsonl(path, records: Iterable[RequestRecord], what: str = "records file") -> int:
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[RequestRecord], what: str = "records file") -> int:
     """Write records as JSONL, one per line; returns how many. A regular file is written under a
     temporary name and renamed, so a failed write (a full disk) leaves no half file; a device
     (/dev/null, /dev/full) is written in place. Any OSError is a VazaoError naming the file."""
@@ -527,9 +545,10 @@ def write_jsonl(path, records: Iterable[RequestRecord], what: str = "records fil
     return n
 
 
-def read_jsonl(path) -> tuple[list[RequestRecord], int]:
+def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[RequestRecord], int]:
     """Records from a JSONL file; returns (records, malformed_line_count). A crash mid-line loses one line."""
-    out, bad = [], 0
+    out: list[RequestRecord] = []
+    bad = 0
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()

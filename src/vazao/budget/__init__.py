@@ -25,11 +25,11 @@ requests over its requests must not exceed `max_error_rate` (the task's, else th
 one, else 0): a run whose requests failed cannot pass on the latencies of the few that succeeded.
 """
 
-from vazao.budget.check import BudgetResult, Check, TaskResult, check_budget, check_task
+from vazao.budget.check import BudgetCheck, BudgetResult, TaskResult, check_budget, check_task
 from vazao.budget.latency import analytic_summary, deployment_latency, simulated_summary
 from vazao.budget.runs import read_run, summary_from_json
 from vazao.budget.spec import Budget, TaskBudget, load_budget, parse_budget
 
-__all__ = ["Budget", "BudgetResult", "Check", "TaskBudget", "TaskResult", "analytic_summary", "check_budget",
+__all__ = ["Budget", "BudgetResult", "BudgetCheck", "TaskBudget", "TaskResult", "analytic_summary", "check_budget",
            "check_task", "deployment_latency", "load_budget", "parse_budget", "read_run", "simulated_summary",
            "summary_from_json"]

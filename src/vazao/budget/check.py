@@ -20,7 +20,7 @@ SUMMARY_FIELD = {"ttft": "ttft_s", "total": "e2e_s", "tpot": "tpot_s", "itl": "i
 
 
 @dataclass(frozen=True)
-class Check:
+class BudgetCheck:
     what: str  # 'cost', 'margin', 'ttft_p95', …
     limit: str
     actual: str
@@ -38,7 +38,7 @@ class TaskResult:
     charge: Charge
     cost_usd: Decimal
     margin_usd: Decimal | None
-    checks: tuple[Check, ...]
+    checks: tuple[BudgetCheck, ...]
     latency_source: str | None
 
     @property
@@ -90,34 +90,34 @@ def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
     cost = charge.total
     checks = []
     if task.max_cost_usd is not None:
-        checks.append(Check("cost", _usd(task.max_cost_usd), _usd(cost), cost <= task.max_cost_usd))
+        checks.append(BudgetCheck("cost", _usd(task.max_cost_usd), _usd(cost), cost <= task.max_cost_usd))
     margin = None
     if task.value_usd is not None:
         margin = task.success_rate * task.value_usd - cost
         floor = task.min_margin_usd if task.min_margin_usd is not None else Decimal(0)
-        checks.append(Check("margin", _usd(floor), _usd(margin), margin >= floor))
+        checks.append(BudgetCheck("margin", _usd(floor), _usd(margin), margin >= floor))
     if summary is not None:
         checks.append(_error_check(task, summary))
     for key, limit in task.latency.items():
         metric, pct = key.split("_", 1)
         if summary is None:
-            checks.append(Check(key, fmt_seconds(limit), "not measured", False if strict else None))
+            checks.append(BudgetCheck(key, fmt_seconds(limit), "not measured", False if strict else None))
             continue
         value = getattr(summary, SUMMARY_FIELD[metric]).get(pct)
         if value is None:
-            checks.append(Check(key, fmt_seconds(limit), "no data in run", False))
+            checks.append(BudgetCheck(key, fmt_seconds(limit), "no data in run", False))
         else:
-            checks.append(Check(key, fmt_seconds(limit), fmt_seconds(value), value <= limit))
+            checks.append(BudgetCheck(key, fmt_seconds(limit), fmt_seconds(value), value <= limit))
     return TaskResult(task.name, task.price.id, task.tokens, charge, cost, margin, tuple(checks), source)
 
 
-def _error_check(task: TaskBudget, summary: RunSummary) -> Check:
+def _error_check(task: TaskBudget, summary: RunSummary) -> BudgetCheck:
     limit = f"{float(task.max_error_rate):.1%}"
     if summary.requests < 1:
-        return Check("error_rate", limit, "no requests in run", False)
+        return BudgetCheck("error_rate", limit, "no requests in run", False)
     rate = Decimal(summary.errors) / Decimal(summary.requests)
     actual = f"{float(rate):.1%} ({summary.errors:,} of {summary.requests:,} requests failed)"
-    return Check("error_rate", limit, actual, rate <= task.max_error_rate)
+    return BudgetCheck("error_rate", limit, actual, rate <= task.max_error_rate)
 
 
 def check_budget(budget: Budget, measured: Mapping[str, Path] | None = None, measured_all: Path | None = None,

@@ -15,7 +15,7 @@ def analytic_summary(dep, tokens: TokenLedger, concurrency: int = 1) -> RunSumma
     """One call's latency on a self-hosted deployment, analytic model (estimate.steady_point):
     its cached input served by the engine's prefix cache, `concurrency` requests in flight. Every
     percentile is the point value. Pass a task's tokens_per_call."""
-    from vazao.estimate import steady_point
+    from vazao.analytic import steady_point
 
     prompt = tokens.prompt_tokens
     if prompt < 1 or tokens.billed_output < 1:

@@ -7,18 +7,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 from vazao.results import Latency, RunSummary
-
-MAX_RUN_BYTES = 256 * 2**20  # a `vazao bench --json` output may carry every record
 
 
 def read_run(path: str | Path) -> RunSummary:
     """A measured run: `vazao bench --json` output (an object with "summary") or a bare RunSummary."""
     p = Path(path).expanduser()
     where = f"run file {inputs._show(p)}"
-    data = inputs.read_json(inputs.input_stream(p, "run file"), "run file", max_bytes=MAX_RUN_BYTES)
+    data = inputs.read_json(inputs.input_stream(p, "run file"), "run file", max_bytes=limits.MAX_RESULT_BYTES)
     summary = data.get("summary", data) if isinstance(data, dict) else None
     if not isinstance(summary, dict) or "ttft_s" not in summary:
         raise VazaoError(f"{where}: no RunSummary (expected a 'summary' object with ttft_s, e2e_s, …)")

@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog.prices import LineDict, PriceTable, get_price, money, read_yaml
 from vazao.cost.ledger import TokenLedger
 from vazao.errors import VazaoError
@@ -22,12 +22,6 @@ from vazao.units import parse_count, parse_duration
 TOP_KEYS = frozenset({"price", "measured", "tasks", "description", "max_error_rate"})
 TASK_KEYS = frozenset({"name", "description", "price", "tokens", "calls", "value_usd", "success_rate",
                        "max_cost_usd", "min_margin_usd", "measured", "batch", "cache_ttl", "max_error_rate"})
-MAX_BUDGET_BYTES = 4 * 2**20  # a budget file is a few kB
-MAX_TASKS = 10_000
-MAX_TASK_TOKENS = 2**40  # tokens of one category in one task (10^12: far past any task)
-MAX_CALLS = 1_000_000
-MAX_USD = Decimal(10**12)
-MAX_LIMIT_S = 1e7  # a latency limit (~116 days)
 TOKEN_KEYS = ("cached_input", "new_input", "output", "cache_write", "reasoning")
 LATENCY_KEY = re.compile(r"^(ttft|total|tpot|itl)_(p50|p90|p95|p99|mean)$")
 
@@ -84,8 +78,8 @@ def _tokens(raw: Any, where: str, line: int) -> TokenLedger:
             raise _err(where, kline, f"tokens.{key}: {exc}") from None
         if not isinstance(n, (int, float)) or not math.isfinite(n) or n < 0 or n != int(n):
             raise _err(where, kline, f"tokens.{key} must be a non-negative whole number of tokens, got {value!r}")
-        if n > MAX_TASK_TOKENS:
-            raise _err(where, kline, f"tokens.{key} must be at most {MAX_TASK_TOKENS:,} tokens, got {n:.3g}")
+        if n > limits.MAX_TOKENS:
+            raise _err(where, kline, f"tokens.{key} must be at most {limits.MAX_TOKENS:,} tokens, got {n:.3g}")
         counts[key] = int(n)
     return TokenLedger(new_input=counts.get("new_input", 0), cache_read=counts.get("cached_input", 0),
                        cache_write=counts.get("cache_write", 0), output=counts.get("output", 0),
@@ -101,8 +95,8 @@ def _duration(value: Any, key: str, where: str, line: int) -> float:
         seconds = parse_duration(value)
     except VazaoError as exc:
         raise _err(where, line, f"{key}: {exc}") from None
-    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_LIMIT_S:
-        raise _err(where, line, f"{key}: must be a positive, finite duration (at most {MAX_LIMIT_S:g} s), "
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > limits.MAX_RUN_S:
+        raise _err(where, line, f"{key}: must be a positive, finite duration (at most {limits.MAX_RUN_S:g} s), "
                    f"got {value[:40]!r}")
     return seconds
 
@@ -119,8 +113,8 @@ def _money(value: Any, key: str, where: str, line: int) -> Decimal:
         amount = money(value, key)
     except VazaoError as exc:
         raise _err(where, line, str(exc)) from None
-    if amount > MAX_USD:  # Decimal arithmetic past ~10^999999 overflows; no task is worth a trillion
-        raise _err(where, line, f"{key}: must be at most ${MAX_USD:,}, got {str(value)[:40]!r}")
+    if amount > limits.MAX_BUDGET_USD:  # Decimal arithmetic past ~10^999999 overflows; no task is worth a trillion
+        raise _err(where, line, f"{key}: must be at most ${limits.MAX_BUDGET_USD:,}, got {str(value)[:40]!r}")
     return amount
 
 
@@ -157,8 +151,8 @@ def _top_level(data: Any, where: str, base: Path | None,
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list) or not raw_tasks:
         raise _err(where, data.line_of("tasks"), "'tasks' must be a non-empty list")
-    if len(raw_tasks) > MAX_TASKS:
-        raise _err(where, data.line_of("tasks"), f"{len(raw_tasks):,} tasks; at most {MAX_TASKS:,}")
+    if len(raw_tasks) > limits.MAX_TASKS:
+        raise _err(where, data.line_of("tasks"), f"{len(raw_tasks):,} tasks; at most {limits.MAX_TASKS:,}")
     errors = (_fraction(data["max_error_rate"], "max_error_rate", where, data.line_of("max_error_rate"))
               if data.get("max_error_rate") is not None else Decimal(0))
     return (_Defaults(where, base, extra_prices, data.get("price"), data.line_of("price"), data.line_of("tasks"),
@@ -204,8 +198,8 @@ def _optional(raw: LineDict, key: str, read: Callable[[Any, str, str, int], Any]
 
 def _calls(raw: LineDict, where: str) -> int:
     calls = raw.get("calls", 1)
-    if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= MAX_CALLS:
-        raise _err(where, raw.line_of("calls"), f"calls must be an integer from 1 to {MAX_CALLS:,}, "
+    if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= limits.MAX_CALLS:
+        raise _err(where, raw.line_of("calls"), f"calls must be an integer from 1 to {limits.MAX_CALLS:,}, "
                    f"got {str(calls)[:40]!r}")
     return calls
 
@@ -262,6 +256,6 @@ def parse_budget(text: str, where: str = "budget", base: Path | None = None,
 
 def load_budget(path: str | Path, extra_prices: Mapping[str, PriceTable] | None = None) -> Budget:
     p = Path(path).expanduser()
-    text = inputs.read_text(inputs.input_stream(p, "budget file"), "budget file", max_bytes=MAX_BUDGET_BYTES)
+    text = inputs.read_text(inputs.input_stream(p, "budget file"), "budget file", max_bytes=limits.MAX_BUDGET_BYTES)
     b = parse_budget(text, f"budget file {inputs._show(p)}", p.parent, extra_prices)
     return Budget(b.tasks, b.measured, p)

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from vazao import limits
 from vazao.catalog._cache import cached_parse
 from vazao.errors import VazaoError
 
@@ -35,7 +36,6 @@ def norm(name: str) -> str:
     return re.sub(r"-+", "-", s).strip("-")
 
 
-MAX_LABEL = 256  # no id, name or alias in the catalogs comes near this
 
 
 def check_label(kind: str, name: object) -> str:
@@ -43,6 +43,6 @@ def check_label(kind: str, name: object) -> str:
     'GPU' is refused in one short line, not echoed back whole)."""
     if not isinstance(name, str) or not name.strip():
         raise VazaoError(f"{kind}: give a name, got {name!r}"[:120])
-    if len(name) > MAX_LABEL:
+    if len(name) > limits.MAX_LABEL:
         raise VazaoError(f"unknown {kind} {name[:40]!r}… ({len(name):,} characters)")
     return name

@@ -10,29 +10,23 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from vazao import limits
+
 # Sane maxima for what a file may claim (the largest published models are far inside them): they keep
 # a hostile config.json or GGUF header from asking for 10^400 parameters or a zero-sized head.
-MAX_LAYERS = 10_000
-MAX_HIDDEN = 2**20
-MAX_HEADS = 2**16
-MAX_HEAD_DIM = 2**14
-MAX_INTERMEDIATE = 2**22
-MAX_VOCAB = 2**24
-MAX_CONTEXT = 2**30
-MAX_EXPERTS = 2**16
-MAX_RANK = 2**16
-MAX_PARAMS = 1e15
 
 # (field, least, most): counts a ModelArch holds, whoever built it (catalog, config.json, GGUF).
-_BOUNDS = (
-    ("num_layers", 1, MAX_LAYERS), ("hidden_size", 1, MAX_HIDDEN), ("num_heads", 1, MAX_HEADS),
-    ("num_kv_heads", 1, MAX_HEADS), ("head_dim", 1, MAX_HEAD_DIM), ("intermediate_size", 0, MAX_INTERMEDIATE),
-    ("vocab_size", 1, MAX_VOCAB), ("max_context", 0, MAX_CONTEXT), ("num_experts", 0, MAX_EXPERTS),
-    ("experts_per_token", 0, MAX_EXPERTS), ("num_shared_experts", 0, MAX_EXPERTS),
-    ("moe_intermediate_size", 0, MAX_INTERMEDIATE), ("first_dense_layers", 0, MAX_LAYERS),
-    ("kv_lora_rank", 0, MAX_RANK), ("q_lora_rank", 0, MAX_RANK), ("qk_rope_head_dim", 0, MAX_HEAD_DIM),
-    ("qk_nope_head_dim", 0, MAX_HEAD_DIM), ("v_head_dim", 0, MAX_HEAD_DIM), ("sliding_window", 0, MAX_CONTEXT),
-    ("sliding_window_layers", 0, MAX_LAYERS),
+_BOUNDS = (  # each field's range (vazao.limits: a model's architecture)
+    ("num_layers", 1, limits.MAX_LAYERS), ("hidden_size", 1, limits.MAX_HIDDEN),
+    ("num_heads", 1, limits.MAX_HEADS), ("num_kv_heads", 1, limits.MAX_HEADS),
+    ("head_dim", 1, limits.MAX_HEAD_DIM), ("intermediate_size", 0, limits.MAX_INTERMEDIATE),
+    ("vocab_size", 1, limits.MAX_VOCAB), ("max_context", 0, limits.MAX_MODEL_CONTEXT),
+    ("num_experts", 0, limits.MAX_EXPERTS), ("experts_per_token", 0, limits.MAX_EXPERTS),
+    ("num_shared_experts", 0, limits.MAX_EXPERTS), ("moe_intermediate_size", 0, limits.MAX_INTERMEDIATE),
+    ("first_dense_layers", 0, limits.MAX_LAYERS), ("kv_lora_rank", 0, limits.MAX_RANK),
+    ("q_lora_rank", 0, limits.MAX_RANK), ("qk_rope_head_dim", 0, limits.MAX_HEAD_DIM),
+    ("qk_nope_head_dim", 0, limits.MAX_HEAD_DIM), ("v_head_dim", 0, limits.MAX_HEAD_DIM),
+    ("sliding_window", 0, limits.MAX_MODEL_CONTEXT), ("sliding_window_layers", 0, limits.MAX_LAYERS),
 )
 
 
@@ -103,7 +97,7 @@ class ModelArch:
             raise ValueError(f"{self.name}: sliding_window_layers ({self.sliding_window_layers}) exceeds the "
                              f"{self.num_layers} layers")
         if self.declared_params is not None and not (math.isfinite(self.declared_params)
-                                                      and 0 < self.declared_params <= MAX_PARAMS):
+                                                      and 0 < self.declared_params <= limits.MAX_PARAMS):
             raise ValueError(f"{self.name}: declared_params must be a positive count, got {self.declared_params!r}")
 
     # ---- attention -------------------------------------------------------------------

@@ -19,19 +19,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog.arch import ModelArch
 from vazao.errors import VazaoError
 
 MAGIC = b"GGUF"
 # Bounds on what a header may claim; real files hold ~50 keys, ~10^3 tensors, chat templates of
 # ~10^4 bytes. A corrupt or hostile header is refused before it costs more than these.
-MAX_KEYS = 65_536
-MAX_TENSORS = 1_000_000
-MAX_KEY_BYTES = 65_535  # the GGUF spec's own limit on key length
-MAX_STRING_BYTES = 16 * 2**20
-MAX_ARRAY_DEPTH = 8
-MAX_NAME = 256
 
 # ggml_type -> (name, elements per block, bytes per block), from ggml.h / ggml.c type_traits.
 GGML_TYPES: Mapping[int, tuple[str, int, int]] = MappingProxyType({
@@ -150,7 +144,7 @@ class _Reader:
     def u64(self) -> int:
         return _U64.unpack_from(self.buf, self._need(8))[0]
 
-    def string(self, limit: int = MAX_STRING_BYTES) -> str:
+    def string(self, limit: int = limits.MAX_GGUF_STRING_BYTES) -> str:
         at = self.off
         n = self.u64()
         if n > limit:
@@ -184,9 +178,9 @@ class _Reader:
         raise VazaoError(f"{self.where}: unknown GGUF value type {vtype} at offset {self.off - 4}")
 
     def array(self, depth: int = 1) -> Any:
-        if depth > MAX_ARRAY_DEPTH:
-            raise VazaoError(f"{self.where}: arrays nested deeper than {MAX_ARRAY_DEPTH} at offset {self.off}: "
-                             "corrupt GGUF header")
+        if depth > limits.MAX_GGUF_ARRAY_DEPTH:
+            raise VazaoError(f"{self.where}: arrays nested deeper than {limits.MAX_GGUF_ARRAY_DEPTH} at offset "
+                             f"{self.off}: corrupt GGUF header")
         item = self.u32()
         count = self.u64()
         code = _SCALARS.get(item)
@@ -233,16 +227,16 @@ def _parse(buf: mmap.mmap | bytes, where: str) -> GGUFInfo:
         raise VazaoError(f"{where}: unsupported GGUF version {version} (2 and 3 are read)")
     n_tensors = r.u64()
     n_kv = r.u64()
-    if n_kv > MAX_KEYS or n_tensors > MAX_TENSORS:
+    if n_kv > limits.MAX_GGUF_KEYS or n_tensors > limits.MAX_GGUF_TENSORS:
         raise VazaoError(f"{where}: header claims {n_kv:,} metadata keys and {n_tensors:,} tensors (at most "
-                         f"{MAX_KEYS:,} and {MAX_TENSORS:,}): corrupt GGUF header")
+                         f"{limits.MAX_GGUF_KEYS:,} and {limits.MAX_GGUF_TENSORS:,}): corrupt GGUF header")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
-        key = r.string(MAX_KEY_BYTES)
+        key = r.string(limits.MAX_GGUF_KEY_BYTES)
         metadata[key] = r.value(r.u32())
     tensors = []
     for _ in range(n_tensors):
-        name = r.string(MAX_KEY_BYTES)
+        name = r.string(limits.MAX_GGUF_KEY_BYTES)
         n_dims = r.u32()
         if n_dims > 8:
             raise VazaoError(f"{where}: tensor {name!r} claims {n_dims} dimensions: corrupt GGUF header")
@@ -424,7 +418,7 @@ def gguf_to_arch(info: GGUFInfo, path: str | Path | None = None, name: str | Non
     ffn = k.num("feed_forward_length") or 0
     moe = _moe_fields(k, experts, ffn)
     window, window_layers = _window(k, layers, context)
-    label = (name or str(md.get("general.name") or (Path(path).stem if path else arch)))[:MAX_NAME]
+    label = (name or str(md.get("general.name") or (Path(path).stem if path else arch)))[:limits.MAX_NAME]
     try:
         return ModelArch(
             name=label, num_layers=layers, hidden_size=hidden, num_heads=heads, num_kv_heads=kv_heads,

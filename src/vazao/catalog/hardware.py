@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
+from vazao import limits
 from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
 from vazao.units import GB, TFLOPS, GiB
@@ -131,7 +132,6 @@ def _memory(entry: dict) -> tuple[float, str]:
 
 
 # No server in the catalog comes near this (GB200 NVL72: 72 GPUs in one NVLink domain); a typo would.
-MAX_GPUS_PER_NODE = 1024
 # An entry without `node` gets the convention of its kind, or, for a GPU on a PCIe link, the PCIe server's
 # (hardware.yaml's header says why). An NVLink / Infinity Fabric part has no default: its system must be named.
 NODE_DEFAULT_BY_KIND = {"apple": "single-device", "cpu": "dual-socket-100gbe"}
@@ -167,9 +167,9 @@ def _node(entry: dict) -> tuple[int, float, str, str]:
     if not isinstance(spec, Mapping):
         raise VazaoError(f"accelerator {entry['id']}: node must be a mapping or a convention name, got {spec!r}")
     g = spec.get("gpus_per_node")
-    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= MAX_GPUS_PER_NODE:
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= limits.MAX_GPUS_PER_NODE:
         raise VazaoError(f"accelerator {entry['id']}: gpus_per_node must be a whole number from 1 to "
-                         f"{MAX_GPUS_PER_NODE}, got {g!r}")
+                         f"{limits.MAX_GPUS_PER_NODE}, got {g!r}")
     inter = spec.get("inter_node_gb_s")
     if inter is None and g == 1:
         # A device alone in its box (a Mac, a DGX Spark): its peer link is the link to the other boxes.

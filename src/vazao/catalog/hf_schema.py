@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from vazao.catalog import arch as A
+from vazao import limits
 from vazao.errors import VazaoError
 
 
@@ -24,12 +24,12 @@ def _count(lo: int, hi: int) -> Any:
     return Annotated[int, BeforeValidator(_no_bool), Field(ge=lo, le=hi)]
 
 
-_Layers = _count(1, A.MAX_LAYERS)
-_Heads = _count(1, A.MAX_HEADS)
-_Width = _count(1, A.MAX_INTERMEDIATE)
-_Rank = _count(0, A.MAX_RANK)
-_Experts = _count(0, A.MAX_EXPERTS)
-_Window = _count(0, A.MAX_CONTEXT)
+_Layers = _count(1, limits.MAX_LAYERS)
+_Heads = _count(1, limits.MAX_HEADS)
+_Width = _count(1, limits.MAX_INTERMEDIATE)
+_Rank = _count(0, limits.MAX_RANK)
+_Experts = _count(0, limits.MAX_EXPERTS)
+_Window = _count(0, limits.MAX_MODEL_CONTEXT)
 
 
 class HFConfig(BaseModel):
@@ -40,14 +40,14 @@ class HFConfig(BaseModel):
 
     model_type: str = Field("", max_length=200)
     name_or_path: str = Field("", alias="_name_or_path", max_length=4096)
-    hidden_size: _count(1, A.MAX_HIDDEN)
+    hidden_size: _count(1, limits.MAX_HIDDEN)
     num_hidden_layers: _Layers
     num_attention_heads: _Heads
     num_key_value_heads: _Heads | None = None
-    head_dim: _count(1, A.MAX_HEAD_DIM) | None = None
+    head_dim: _count(1, limits.MAX_HEAD_DIM) | None = None
     intermediate_size: _Width
-    vocab_size: _count(1, A.MAX_VOCAB)
-    max_position_embeddings: _count(1, A.MAX_CONTEXT)
+    vocab_size: _count(1, limits.MAX_VOCAB)
+    max_position_embeddings: _count(1, limits.MAX_MODEL_CONTEXT)
     tie_word_embeddings: bool | None = None
     attention_bias: bool | None = None
     # mixture of experts
@@ -57,22 +57,22 @@ class HFConfig(BaseModel):
     num_experts_per_tok: _Experts | None = None
     experts_per_token: _Experts | None = None  # gpt-oss
     n_shared_experts: _Experts | None = None
-    shared_expert_intermediate_size: _count(0, A.MAX_INTERMEDIATE) | None = None  # Qwen2-MoE: one wide expert
+    shared_expert_intermediate_size: _count(0, limits.MAX_INTERMEDIATE) | None = None  # Qwen2-MoE: one wide expert
     moe_intermediate_size: _Width | None = None
-    first_k_dense_replace: _count(0, A.MAX_LAYERS) | None = None
+    first_k_dense_replace: _count(0, limits.MAX_LAYERS) | None = None
     # multi-head latent attention
     kv_lora_rank: _Rank | None = None
     q_lora_rank: _Rank | None = None
-    qk_rope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
-    qk_nope_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
-    v_head_dim: _count(0, A.MAX_HEAD_DIM) | None = None
+    qk_rope_head_dim: _count(0, limits.MAX_HEAD_DIM) | None = None
+    qk_nope_head_dim: _count(0, limits.MAX_HEAD_DIM) | None = None
+    v_head_dim: _count(0, limits.MAX_HEAD_DIM) | None = None
     # sliding window
     sliding_window: _Window | None = None
     use_sliding_window: bool | None = None
-    max_window_layers: _count(0, A.MAX_LAYERS) | None = None
-    layer_types: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=A.MAX_LAYERS)
-    sliding_window_pattern: _count(1, A.MAX_LAYERS) | None = None
-    sliding_window_pattern_private: _count(1, A.MAX_LAYERS) | None = Field(None, alias="_sliding_window_pattern")
+    max_window_layers: _count(0, limits.MAX_LAYERS) | None = None
+    layer_types: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=limits.MAX_LAYERS)
+    sliding_window_pattern: _count(1, limits.MAX_LAYERS) | None = None
+    sliding_window_pattern_private: _count(1, limits.MAX_LAYERS) | None = Field(None, alias="_sliding_window_pattern")
     quantization_config: dict[str, Any] | None = None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog._load import check_label, load_yaml, norm
 from vazao.catalog.arch import ModelArch
 from vazao.errors import NotFoundError, VazaoError
@@ -23,10 +23,6 @@ from vazao.errors import NotFoundError, VazaoError
 if TYPE_CHECKING:  # built on first use of a config.json (catalog/hf_schema.py)
     from vazao.catalog.hf_schema import HFConfig
 
-MAX_NAME = 256  # a catalog name or alias; longer text is only ever a path
-MAX_PATH = 4096  # Linux's PATH_MAX
-MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few kB; a safetensors index a few MB
-MAX_TOTAL_SIZE = 2**50  # bytes of a checkpoint's tensors (a PiB)
 
 _ARCH_FIELDS = frozenset(f.name for f in fields(ModelArch))
 _ENTRY_EXTRA = frozenset({"aliases", "declared_params"})
@@ -256,7 +252,7 @@ def hf_weight_format(config: Mapping[str, Any]) -> str | None:
 
 
 def _read_json(path: Path) -> Any:
-    return inputs.read_json(inputs.input_stream(path, "config.json"), "config.json", max_bytes=MAX_CONFIG_BYTES)
+    return inputs.read_json(inputs.input_stream(path, "config.json"), "config.json", max_bytes=limits.MAX_CONFIG_BYTES)
 
 
 _SNAPSHOT = re.compile(r"[0-9a-f]{40}")
@@ -264,7 +260,7 @@ _SNAPSHOT = re.compile(r"[0-9a-f]{40}")
 
 def _name_for(path: Path, config: Any) -> str:
     if isinstance(config, Mapping) and str(config.get("_name_or_path") or "").strip():
-        return _strip_org(str(config["_name_or_path"]))[:MAX_NAME]
+        return _strip_org(str(config["_name_or_path"]))[:limits.MAX_NAME]
     folder = path.parent
     if _SNAPSHOT.fullmatch(folder.name) and folder.parent.name == "snapshots":
         # the Hugging Face cache: models--org--name/snapshots/<commit>/config.json
@@ -297,12 +293,12 @@ def _safetensors_bytes(folder: Path) -> float | None:
     index = folder / "model.safetensors.index.json"
     if _kind(index) == "file":
         what = "safetensors index"
-        data = inputs.read_json(inputs.input_stream(index, what), what, max_bytes=MAX_CONFIG_BYTES)
+        data = inputs.read_json(inputs.input_stream(index, what), what, max_bytes=limits.MAX_CONFIG_BYTES)
         meta = data.get("metadata") if isinstance(data, Mapping) else None
         total = meta.get("total_size") if isinstance(meta, Mapping) else None
         if total is not None:
             return float(inputs.number(total, f"{what} {inputs._show(index)}: metadata.total_size", minimum=1,
-                                       maximum=MAX_TOTAL_SIZE, integer=True))
+                                       maximum=limits.MAX_CHECKPOINT_BYTES, integer=True))
     try:
         shards = [s for s in folder.glob("*.safetensors") if s.is_file()]
         return float(sum(s.stat().st_size for s in shards)) if shards else None
@@ -348,7 +344,7 @@ def load_model(spec: str) -> LoadedModel:
     hold a config.json; anything else is looked up in the catalog."""
     if not isinstance(spec, str) or not spec.strip():
         raise VazaoError("model: give a catalog name, a config.json or a .gguf file")
-    if len(spec) > MAX_PATH:
+    if len(spec) > limits.MAX_PATH:
         raise VazaoError(f"model {spec[:40]!r}… is {len(spec):,} characters: neither a catalog name nor a path")
     path = Path(spec).expanduser()
     kind = _kind(path)
@@ -368,7 +364,7 @@ def load_model(spec: str) -> LoadedModel:
         inputs.input_file(path, "model file")  # raises: not a regular file
     if kind == "file":
         return _load_gguf(path) if _sniff_gguf(path) else _load_config(path)
-    if len(spec) > MAX_NAME:
+    if len(spec) > limits.MAX_NAME:
         raise VazaoError(f"unknown model {spec[:40]!r}… ({len(spec):,} characters): no catalog name is that "
                          "long, and no file has that name")
     return LoadedModel(get_model(spec), None, None, "catalog")

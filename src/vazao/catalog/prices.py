@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog._load import check_label, norm
 from vazao.errors import NotFoundError, VazaoError
 
@@ -28,9 +28,6 @@ RATE_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning")
 ENTRY_KEYS = frozenset({"id", "provider", "name", "aliases", "usd_per_mtok", "batch_discount",
                         "batch_usd_per_mtok", "long_context", "context_window", "source", "as_of", "notes"})
 TIER_KEYS = frozenset({"above_input_tokens", "usd_per_mtok", "batch_usd_per_mtok"})
-MAX_TOKENS = 2**40  # a context window or a tier threshold past this is a typo
-MAX_USD_PER_MTOK = Decimal(1_000_000)  # no API charges a dollar per token
-MAX_PRICES = 100_000  # entries in one prices file (litellm's whole table is ~2,500)
 
 
 # ---- YAML with Decimal numbers and line numbers ------------------------------------------------
@@ -265,9 +262,9 @@ def _rate(value: Any, what: str) -> Decimal:
             raise VazaoError(f"{what}: must be a finite amount, got {value!r}")
         value = Decimal(repr(value))
     rate = money(value, what)
-    if rate > MAX_USD_PER_MTOK:
+    if rate > limits.MAX_USD_PER_MTOK:
         raise VazaoError(f"{what}: ${usd_str(rate)[:30]} per million tokens is past any price (at most "
-                         f"${MAX_USD_PER_MTOK:,})")
+                         f"${limits.MAX_USD_PER_MTOK:,})")
     return rate
 
 
@@ -332,7 +329,7 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
             key = sorted(bad, key=str)[0]
             raise VazaoError(f"{_where(t, key, origin)}: unknown field {key!r} in a long_context tier of {pid}")
         above = t.get("above_input_tokens")
-        if isinstance(above, bool) or not isinstance(above, int) or not 0 < above <= MAX_TOKENS:
+        if isinstance(above, bool) or not isinstance(above, int) or not 0 < above <= limits.MAX_TOKENS:
             raise VazaoError(f"{_where(t, 'above_input_tokens', origin)}: above_input_tokens must be a "
                              f"positive integer in {pid}")
         rates = _rates(t.get("usd_per_mtok"), f"{pid}.long_context.usd_per_mtok", origin)
@@ -341,7 +338,7 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
     cw = raw.get("context_window")
     if cw is not None:
         cw = int(inputs.number(cw, f"{_where(raw, 'context_window', origin)}: context_window of {pid}",
-                               minimum=1, maximum=MAX_TOKENS, integer=True))
+                               minimum=1, maximum=limits.MAX_TOKENS, integer=True))
     aliases = raw.get("aliases") or []
     if not isinstance(aliases, list) or not all(isinstance(a, (str, int, Decimal)) for a in aliases):
         raise VazaoError(f"{_where(raw, 'aliases', origin)}: aliases of {pid} must be a list of names")
@@ -362,8 +359,8 @@ def parse_prices(text: str, origin: str) -> dict[str, PriceTable]:
     data = read_yaml(text, origin)
     if not isinstance(data, dict) or not isinstance(data.get("prices"), list):
         raise VazaoError(f"{origin}: expected a top-level 'prices:' list")
-    if len(data["prices"]) > MAX_PRICES:
-        raise VazaoError(f"{origin}: {len(data['prices']):,} price entries; at most {MAX_PRICES:,}")
+    if len(data["prices"]) > limits.MAX_PRICES:
+        raise VazaoError(f"{origin}: {len(data['prices']):,} price entries; at most {limits.MAX_PRICES:,}")
     out: dict[str, PriceTable] = {}
     for entry in data["prices"]:
         table = parse_table(entry, origin)

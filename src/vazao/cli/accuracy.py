@@ -45,7 +45,7 @@ def _measured(path: Path, fam: str, *, gpu: str | None, model: str | None, fmt: 
     """Rows from a measurements CSV, or from `vazao bench` results served by the deployment named. strict: a CSV
     row that needs a reading it does not state is refused (with that reading) instead of read."""
     from vazao.validate import read_rows
-    from vazao.validate.runs import RunDeployment, read_runs, run_files
+    from vazao.validate.bench_runs import RunDeployment, read_runs, run_files
 
     if path.is_file() and path.suffix.lower() == ".csv":
         return read_rows(path, strict=strict)
@@ -97,7 +97,7 @@ def validate_cmd(
     in --json, a count in the summary); --strict refuses such rows instead.
     --plot draws predicted against measured on log axes, with the band."""
     from vazao.report.validate_console import render_validation
-    from vazao.validate import predict_rows, summarize
+    from vazao.validate import predict_rows, validation_report
 
     path = _check_profile(profile)
     _check_workers(workers)
@@ -116,7 +116,7 @@ def validate_cmd(
 
     with progress_bar("predicting rows", enabled=show_progress(json_out, quiet)) as show:
         results = predict_rows(rows, profile_path=path, workers=workers, progress=show)
-    rep = summarize(results, problems)
+    rep = validation_report(results, problems)
     if json_out:
         emit_json(rep.to_json())
     else:

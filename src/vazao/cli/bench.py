@@ -13,25 +13,22 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, error_text, fail, report_error
 from vazao.errors import VazaoError
-from vazao.limits import MAX_BENCH_REQUESTS as MAX_REQUESTS
 from vazao.units import parse_duration
 
 if TYPE_CHECKING:
-    from vazao.bench.runs import Column
-    from vazao.bench.session import BenchConfig, BenchResult
     from vazao.cli.interrupt import Interrupts
+    from vazao.loadgen.runs import Column
+    from vazao.loadgen.session import BenchConfig, BenchResult
     from vazao.results import SLO
 
-MAX_DURATION_S = 30 * 86400.0  # a month: longer is a typo, and asyncio's timers overflow far above it
-MAX_LEVELS = 64
 
 
 def _headers(items: list[str] | None) -> dict[str, str]:
-    """-H 'Name: value' items, checked by the library (bench.client.parse_headers)."""
-    from vazao.bench.client import parse_headers
+    """-H 'Name: value' items, checked by the library (loadgen.client.parse_headers)."""
+    from vazao.loadgen.client import parse_headers
 
     try:
         return parse_headers(items)
@@ -48,7 +45,7 @@ def _extra_body(text: str | None) -> dict:
     return obj
 
 
-def _whole(text: str | None, what: str, *, minimum: int = 1, maximum: int = MAX_REQUESTS) -> int | None:
+def _whole(text: str | None, what: str, *, minimum: int = 1, maximum: int = limits.MAX_BENCH_REQUESTS) -> int | None:
     if text is None:
         return None
     return int(inputs.number(text, what, minimum=minimum, maximum=maximum, integer=True))
@@ -62,7 +59,7 @@ def _duration(text: str | None, what: str) -> float | None:
         seconds = parse_duration(text)
     except VazaoError as exc:
         raise VazaoError(f"{what}: {exc}") from None
-    return float(inputs.positive(seconds, what, maximum=MAX_DURATION_S))
+    return float(inputs.positive(seconds, what, maximum=limits.MAX_BENCH_S))
 
 
 def _paths(output: Path | None, records: Path | None, force: bool) -> tuple[Path | None, Path]:
@@ -71,7 +68,7 @@ def _paths(output: Path | None, records: Path | None, force: bool) -> tuple[Path
     if output is not None and output.suffix == ".jsonl" and records is None:
         output, records = None, output
     if records is None:  # next to -o, else a new file in the runs folder (named in the output), never ./
-        from vazao.bench.records import default_records_path
+        from vazao.loadgen.records import default_records_path
 
         records = output.with_suffix(".jsonl") if output is not None else default_records_path()
     if output is not None and output.resolve() == records.resolve():
@@ -88,9 +85,9 @@ def _run(cfg: BenchConfig, result: BenchResult, sig: Interrupts) -> int | None:
     third). Returns the signal that interrupted it, or None."""
     import asyncio
 
-    from vazao.bench.loop import run as run_loop
-    from vazao.bench.session import run_bench
     from vazao.cli.interrupt import Interrupted
+    from vazao.loadgen.loop import run as run_loop
+    from vazao.loadgen.session import run_bench
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -117,7 +114,7 @@ def _run(cfg: BenchConfig, result: BenchResult, sig: Interrupts) -> int | None:
 
 def _say(text: str, *, err: bool = False, markup: str = "") -> None:
     """One line of output: secrets masked, and the text (server words in it) never read as markup."""
-    from vazao.bench import redact
+    from vazao.loadgen import redact
 
     (err_console if err else console).print(markup + escape(redact.redact(text)), highlight=False, soft_wrap=err)
 
@@ -131,7 +128,8 @@ def bench_cmd(
     model: str = typer.Option(None, "--model", "-m", help="Model name to request (default: the server's first)."),
     api: str = typer.Option("chat", "--api", help="chat (/chat/completions) or completions (/completions)."),
     requests: str = typer.Option(None, "--requests", "-n",
-                                 help=f"Requests per level (default: the workload's; at most {MAX_REQUESTS:,})."),
+                                 help="Requests per level (default: the workload's; at most "
+                                      f"{limits.MAX_BENCH_REQUESTS:,})."),
     duration: str = typer.Option(None, "--duration", "-d", help="Time per level, e.g. 120s; dispatch stops then."),
     concurrency: str = typer.Option(None, "--concurrency", "-c", help="Closed loop; a list sweeps: 1,2,4,8."),
     rate: str = typer.Option(None, "--rate", "-r", help="Poisson arrivals per second; a list sweeps: 0.5,1,2."),
@@ -170,7 +168,7 @@ def bench_cmd(
     """Drive a real server with a workload; one RunSummary per level, every request kept in a JSONL.
     Ctrl-C or SIGTERM stops it: the requests in flight are recorded as cancelled and the summary
     of what was measured is printed and written (exit 130, or 143 for SIGTERM)."""
-    from vazao.bench import redact
+    from vazao.loadgen import redact
 
     hdrs: dict[str, str] = {}
     with contextlib.suppress(VazaoError):
@@ -186,8 +184,8 @@ def bench_cmd(
 
 
 def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict[str, Path]]:
-    from vazao.bench.client import Target
-    from vazao.bench.session import BenchConfig
+    from vazao.loadgen.client import Target
+    from vazao.loadgen.session import BenchConfig
     from vazao.results import SLO
 
     out_path, records_path = _paths(o["output"], o["records"], o["force"])
@@ -206,9 +204,9 @@ def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict
         workload=o["workload"], records_path=records_path, requests=_whole(o["requests"], "--requests"),
         duration_s=_duration(o["duration"], "--duration"), seed=o["seed"],
         concurrency=None if c is None else [int(v) for v in inputs.number_list(
-            c, "--concurrency", integer=True, maximum=MAX_REQUESTS, max_items=MAX_LEVELS)],
+            c, "--concurrency", integer=True, maximum=limits.MAX_BENCH_REQUESTS, max_items=limits.MAX_VARIANTS)],
         rate=None if r is None else [float(v) for v in inputs.number_list(
-            r, "--rate", maximum=1e6, max_items=MAX_LEVELS)],
+            r, "--rate", maximum=1e6, max_items=limits.MAX_VARIANTS)],
         find_max=o["find_max"], slo=SLO.parse(o["slo"]) if o["slo"] else None,
         warmup=_whole(o["warmup"], "--warmup", minimum=0),
         request_timeout_s=_duration(o["timeout"], "--timeout"),
@@ -226,7 +224,7 @@ def _config(url: str, o: dict[str, Any]) -> tuple[BenchConfig, Path | None, dict
 
 def _report_paths(kinds: str | None, records: Path, result: Path | None, force: bool) -> dict[str, Path]:
     """--outputs: each report file's path, checked writable (and new, unless --force) before any request."""
-    from vazao.bench.outputs import output_paths, parse_kinds
+    from vazao.loadgen.outputs import output_paths, parse_kinds
 
     try:
         paths = output_paths(parse_kinds(kinds), records, result)
@@ -242,10 +240,10 @@ def _report_paths(kinds: str | None, records: Path, result: Path | None, force: 
 
 
 def _bench(url: str, *, json_out: bool, **o: Any) -> None:
-    from vazao.bench import redact
-    from vazao.bench.preflight import BenchRefused
-    from vazao.bench.session import BenchResult
     from vazao.cli.interrupt import Interrupts
+    from vazao.loadgen import redact
+    from vazao.loadgen.preflight import BenchRefused
+    from vazao.loadgen.session import BenchResult
 
     try:
         cfg, out_path, reports = _config(url, o)
@@ -268,7 +266,7 @@ def _bench(url: str, *, json_out: bool, **o: Any) -> None:
 
 def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum: int | None, *,
             json_out: bool, reports: dict[str, Path] | None = None) -> None:
-    from vazao.bench import redact
+    from vazao.loadgen import redact
 
     result.stop_signal = signum
     verdict = result.verdict()
@@ -300,7 +298,7 @@ def _write_reports(data: dict[str, Any], reports: dict[str, Path], records: Path
     `vazao report --run` makes."""
     if not reports:
         return []
-    from vazao.bench.outputs import csv_text
+    from vazao.loadgen.outputs import csv_text
 
     written = []
     for kind, path in reports.items():
@@ -321,8 +319,8 @@ def _write_reports(data: dict[str, Any], reports: dict[str, Path], records: Path
 
 def _report_verdict(verdict) -> None:
     """A failed run's reason on stderr: one line (exit 2, bad input) as every command's errors."""
-    from vazao.bench import redact
-    from vazao.bench.session import Outcome
+    from vazao.loadgen import redact
+    from vazao.loadgen.session import Outcome
 
     if verdict.outcome is not Outcome.FAILED:
         return
@@ -373,7 +371,7 @@ def summarize_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Rebuild the summary from a run's records file (e.g. after Ctrl-C or a crash)."""
-    from vazao.bench import runs as runs_mod
+    from vazao.loadgen import runs as runs_mod
     from vazao.results import SLO
 
     try:
@@ -406,7 +404,7 @@ def compare_cmd(
     """Measured runs side by side, or measured against predicted on the same workload. Reads vazao's
     results and records, guidellm's benchmarks.json (a column per benchmark) and the result JSON of
     `vllm bench serve --save-result`; what a file does not give shows as "-"."""
-    from vazao.bench.runs import compare, load_columns, simulate_like
+    from vazao.loadgen.runs import compare, load_columns, simulate_like
     from vazao.report.bench_console import compare_table
     from vazao.results import SLO
 

@@ -290,7 +290,7 @@ def _shape(workload: str | None, input_tokens: int | None, output_tokens: int | 
 
     if workload is not None:
         w = load_workload(workload)
-        plan = w.plan()
+        plan = w.specs()
         return mean_shape(plan, workload), w, plan
     if input_tokens is None or output_tokens is None:
         raise VazaoError("give --workload, or both --input and --output tokens per request")

@@ -78,7 +78,7 @@ def estimate_cmd(
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
     --plot draws each batch's decode and prefill step on the GPU's roofline."""
-    from vazao.estimate import estimate
+    from vazao.analytic import estimate
     from vazao.physics.deployment import make_deployment
     from vazao.report.console import estimate_footer, estimate_table, print_lines
 

@@ -34,17 +34,17 @@ if TYPE_CHECKING:
 STEADY_REQUESTS_PER_USER = 10
 WARMUP_SHARE = 10  # an open loop's first 1/10 is warm-up
 LATENCY_TERMS = ("ttft", "tpot", "itl")
-MAX_BRACKET = 10
+BRACKET_STEPS = 10
 PRECISION = 0.03
 CAP_HEADROOM = 0.85
-MAX_STEADY = 20_000
+STEADY_REQUESTS_CAP = 20_000
 
 
 def batch_cap(dep, prompt_tokens: int, output_tokens: int, limits: Mapping[str, float], cap: int,
               cached_tokens: int = 0):
     """Step 1 of the module docstring: the steady point at the cap (estimate.SteadyPoint), None when
     even batch 1 misses a limit. `cap` is the most sequences memory and the engine allow."""
-    from vazao.estimate import slo_batch, steady_point
+    from vazao.analytic import slo_batch, steady_point
 
     # TPOT/ITL held with CAP_HEADROOM: the steady point is a mean over steps, and the steps that carry a
     # long prompt's chunk are slower than it (summarize at saturation ran 10% over without it)
@@ -130,7 +130,7 @@ class Demand:
 
 
 def demand_of(workload: Workload) -> Demand:
-    plan = workload.with_overrides(requests=2000).plan()
+    plan = workload.with_overrides(requests=2000).specs()
     n = max(1, len(plan))
     sessions = max(1, sum(1 for r in plan if r.turn == 1))
     think = sum(r.think_time_s for r in plan if r.turn > 1) / max(1, n - sessions)
@@ -157,7 +157,7 @@ def steady_length(workload: Workload, arrivals_per_s: float, limits: Mapping[str
     span long enough for an overload to show as a queue: an arrival rate 10% over capacity adds a
     tenth of the run's length to the last requests' TTFT, so the run lasts 20× the TTFT limit and 10×
     a request's longest allowed E2E; a conversation workload 3 session lifetimes after a warm-up of
-    one (sessions overlap only once the first have run their turns). Capped at MAX_STEADY requests."""
+    one (sessions overlap only once the first have run their turns). Capped at STEADY_REQUESTS_CAP requests."""
     d = demand_of(workload)
     ttft = _limit(limits, "ttft", 1.0)
     e2e = _limit(limits, "e2e", ttft + d.output_tokens * _limit(limits, "tpot", _limit(limits, "itl", 0.05)))
@@ -165,7 +165,7 @@ def steady_length(workload: Workload, arrivals_per_s: float, limits: Mapping[str
     span = max(20 * ttft, 10 * e2e, 3 * lifetime if d.requests_per_session > 1 else 0.0)
     warm = lifetime if d.requests_per_session > 1 else span / WARMUP_SHARE
     rate = arrivals_per_s * d.requests_per_session
-    n = int(min(MAX_STEADY, max(minimum, rate * (span + warm))))
+    n = int(min(STEADY_REQUESTS_CAP, max(minimum, rate * (span + warm))))
     return n, int(min(n // 2, max(n // WARMUP_SHARE, rate * warm)))
 
 
@@ -297,7 +297,7 @@ def capacity_search(dep, workload: Workload, slo: SLO, batch: int, start: float,
 
     good = bad = None
     r = start
-    for _ in range(MAX_BRACKET):
+    for _ in range(BRACKET_STEPS):
         if at(r).met:
             good = r
             if bad is not None:

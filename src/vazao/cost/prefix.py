@@ -36,7 +36,7 @@ __all__ = [
     "pretokenize", "read_requests", "request_text", "simulate_cache", "tokenizer_from_file", "volatile_spans",
 ]
 
-MAX_PAIRS = 400
+PAIRS_SCANNED = 400
 
 
 # ---- the report -------------------------------------------------------------------------------
@@ -195,9 +195,9 @@ def _anchored_value(u: _Units, a: Sequence, sa: Span, b: Sequence, sb: Span) -> 
 
 
 def _scan_volatile(u: _Units) -> _VolatileScan:
-    """Each request against the one before it (every step-th pair, at most MAX_PAIRS)."""
+    """Each request against the one before it (every step-th pair, at most PAIRS_SCANNED)."""
     seqs = u.seqs
-    step = max(1, (len(seqs) - 1) // MAX_PAIRS)
+    step = max(1, (len(seqs) - 1) // PAIRS_SCANNED)
     per_request: dict[int, list[Span]] = defaultdict(list)
     groups: dict[str, list[tuple[Span, str]]] = defaultdict(list)
     for i in range(1, len(seqs), step):

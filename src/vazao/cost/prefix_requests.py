@@ -11,10 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
-
-MAX_TIME_S = 1e11  # a Unix time in seconds (year ~5000); larger is not a timestamp
 
 
 def _content_text(content: Any) -> str:
@@ -74,7 +72,7 @@ def _timestamp(obj: Mapping) -> float | None:
         if v is None:
             continue
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if not (math.isfinite(v) and abs(v) <= MAX_TIME_S):
+            if not (math.isfinite(v) and abs(v) <= limits.MAX_UNIX_TIME_S):
                 raise ValueError(f"{key} is not a time in seconds: {str(v)[:40]}")
             return float(v)
         if isinstance(v, str):

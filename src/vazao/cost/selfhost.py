@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
+from vazao.analytic import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.money import MICRO
 from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
 from vazao.errors import VazaoError
-from vazao.estimate import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.physics.memory import fit
 from vazao.results import SLO, RunSummary
 
@@ -174,7 +174,7 @@ def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source:
 
 
 # ---- where throughput comes from ---------------------------------------------------------------
-MAX_BISECT = 6
+BISECT_STEPS = 6
 MIN_REQUESTS = 100
 REQUESTS_PER_SLOT = 4
 
@@ -212,7 +212,7 @@ class _ClosedLoopRuns:
 
 def _analytic_guess(dep: Deployment, workload: Workload, slo: SLO) -> int:
     """The analytic model's SLO batch at the workload's mean lengths: where the search starts."""
-    plan = workload.plan() if workload.bounded else []
+    plan = workload.specs() if workload.bounded else []
     if not plan:
         return 1
     mean_in = max(1, round(sum(r.prompt_tokens for r in plan) / len(plan)))
@@ -245,8 +245,8 @@ def _bracket(meets: Callable[[int], bool], start: int, top: int) -> tuple[int | 
 
 
 def _bisect(meets: Callable[[int], bool], good: int, bad: int | None) -> int:
-    """The highest concurrency found between good (met) and bad (missed), in at most MAX_BISECT runs."""
-    for _ in range(MAX_BISECT):
+    """The highest concurrency found between good (met) and bad (missed), in at most BISECT_STEPS runs."""
+    for _ in range(BISECT_STEPS):
         if bad is None or bad - good <= 1:
             break
         mid = (good + bad) // 2

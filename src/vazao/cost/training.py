@@ -19,7 +19,7 @@ from vazao.errors import VazaoError
 FULL_FLOPS_PER_PARAM_TOKEN = 6
 LORA_FLOPS_PER_PARAM_TOKEN = 4
 CENT = Decimal("0.01")
-MAX_USD = Decimal(10) ** 20  # dollars to the cent fit Decimal's 28 digits; every real run costs far less
+USD_CEILING = Decimal(10) ** 20  # dollars to the cent fit Decimal's 28 digits; every real run costs far less
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ def training_cost(params: float, tokens: float, acc: Accelerator, mfu: float,
     flops = k * params * tokens
     achieved_per_gpu = peak * mfu
     gpu_hours = flops / achieved_per_gpu / 3600.0
-    if not gpu_hours * float(rate) < float(MAX_USD):
+    if not gpu_hours * float(rate) < float(USD_CEILING):
         raise VazaoError(f"{params:g} parameters on {tokens:g} tokens at MFU {mfu:g} costs more than "
-                         f"${float(MAX_USD):g}: check params, tokens and mfu")
+                         f"${float(USD_CEILING):g}: check params, tokens and mfu")
     usd = (Decimal(repr(gpu_hours)) * rate).quantize(CENT, rounding=ROUND_HALF_UP)
     return TrainingCost(
         params=float(params), tokens=float(tokens), lora=lora, flops_per_param_token=k, flops=flops,

@@ -22,14 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog.prices import PriceTable, get_price
 from vazao.cost.ledger import Bill, Charge, Line, TokenLedger, price_request
 from vazao.errors import VazaoError
 
-MAX_REPORTED = 20
-MAX_TOKENS_PER_REQUEST = 2**40  # a usage count past this is a corrupt line, not a request
-MAX_MODEL_LABEL = 200
+REPORTED_LINES = 20
 NO_MODEL = "(no model field)"
 # A dated snapshot of a catalog model: gpt-5-mini-2025-08-07, claude-sonnet-4-5-20250929.
 _SNAPSHOT = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$")
@@ -51,7 +49,7 @@ def _count(d: Mapping, key: str, default: int | None = None) -> int:
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise UsageError(f"{key} is not a non-negative integer: {repr(v)[:40]}")
-    if v > MAX_TOKENS_PER_REQUEST:
+    if v > limits.MAX_TOKENS:
         raise UsageError(f"{key} is {v:.3g} tokens: past any request")
     return v
 
@@ -74,7 +72,7 @@ def _model_of(obj: Mapping) -> str:
     model = obj.get("model") or _body(obj).get("model")
     if not isinstance(model, str) or not model.strip():
         return NO_MODEL
-    return model.strip()[:MAX_MODEL_LABEL]
+    return model.strip()[:limits.MAX_LABEL]
 
 
 def _find_usage(obj: Any) -> Mapping:
@@ -116,7 +114,7 @@ def ledger_from_usage(usage: Mapping) -> TokenLedger:
 class UsageBill:
     bill: Bill  # bill.price is the fallback table (or the first table used when there is none)
     malformed: int
-    malformed_lines: tuple[tuple[int, str], ...]  # (line number, reason), the first MAX_REPORTED
+    malformed_lines: tuple[tuple[int, str], ...]  # (line number, reason), the first REPORTED_LINES
     prices: tuple[tuple[str, str], ...] = ()  # (model label, price id it was billed at)
     fallback_requests: int = 0  # lines billed at the fallback price
     fallback_models: tuple[str, ...] = ()  # their model labels (NO_MODEL for lines that name none)
@@ -187,7 +185,7 @@ def bill_usage(path: str | Path, table: PriceTable | None, batch: bool = False, 
             led = ledger_from_usage(_find_usage(obj))
         except UsageError as exc:
             malformed += 1
-            if len(bad) < MAX_REPORTED:
+            if len(bad) < REPORTED_LINES:
                 bad.append((n, str(exc)))
             continue
         label = _model_of(obj)

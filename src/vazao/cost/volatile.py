@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 ANCHOR_UNITS = 8  # k-gram length used to find where two prompts line up again
-MAX_SPANS_PER_PAIR = 4
-MAX_CANDIDATES = 8
+SPANS_PER_PAIR = 4
+CANDIDATES = 8
 
 _KINDS = (
     ("timestamp", re.compile(
@@ -38,7 +38,7 @@ def _resync(a: Sequence, pa: int, b: Sequence, pb: int, window: int, min_run: in
     index: dict[tuple, list[int]] = {}
     for j in range(pb, min(len(b) - k + 1, pb + window)):
         lst = index.setdefault(tuple(b[j:j + k]), [])
-        if len(lst) < MAX_CANDIDATES:
+        if len(lst) < CANDIDATES:
             lst.append(j)
     best, best_cost = None, math.inf
     for i in range(pa, min(len(a) - k + 1, pa + window)):
@@ -65,7 +65,7 @@ def volatile_spans(a: Sequence, b: Sequence, window: int, min_run: int) -> list[
     """Spans where a and b differ, each followed by at least min_run identical units."""
     out = []
     pa = pb = _common_run(a, 0, b, 0)
-    while len(out) < MAX_SPANS_PER_PAIR and pa < len(a) and pb < len(b):
+    while len(out) < SPANS_PER_PAIR and pa < len(a) and pb < len(b):
         hit = _resync(a, pa, b, pb, window, min_run)
         if hit is None:
             break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vazao import limits
 from vazao.catalog.arch import ModelArch
@@ -17,7 +17,6 @@ from vazao.physics.profiles import EngineProfile, get_engine
 if TYPE_CHECKING:  # physics/step imports this module
     from vazao.physics.step import StepConstants
 
-MAX_ACCELERATORS = limits.MAX_GPUS  # the CLI's bound, so a library caller meets the same one
 
 
 def check_tp(model: ModelArch, tp: int) -> None:
@@ -55,9 +54,9 @@ class Deployment:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
                 raise VazaoError(f"{name} must be a positive integer, got {v!r}")
-            if v > MAX_ACCELERATORS:
+            if int(v) > limits.MAX_GPUS:
                 shown = f"{v:,}" if v < 10**30 else f"a {len(str(v))}-digit number"
-                raise VazaoError(f"{name} must be at most {MAX_ACCELERATORS:,} accelerators, got {shown}")
+                raise VazaoError(f"{name} must be at most {limits.MAX_GPUS:,} accelerators, got {shown}")
         if self.count % (self.tp * self.pp):
             raise VazaoError(f"{self.count} GPUs cannot be split into replicas of tp × pp = {self.tp * self.pp}: "
                              "the GPU count must be a multiple of it")
@@ -116,7 +115,7 @@ class Deployment:
             object.__setattr__(self, "_consts", c)
         return c
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """What the deployment is, as `vazao fit/estimate --json` name it (ids and names, no objects)."""
         return {"model": self.model.name, "gpu": self.accelerator.id, "count": self.count, "tp": self.tp,
                 "pp": self.pp, "format": self.weight_format.name, "kv_format": self.kv_format.name,
@@ -142,7 +141,7 @@ def default_engine(acc: Accelerator, origin: str = "catalog") -> str:
     return "vllm"
 
 
-def _count(value, what: str, maximum: int) -> int:
+def _count(value: object, what: str, maximum: int) -> int:
     from vazao.inputs import number
 
     return int(number(value, what, minimum=1, maximum=maximum, integer=True))

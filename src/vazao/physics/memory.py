@@ -5,12 +5,50 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
-from vazao.catalog.arch import MAX_CONTEXT, ModelArch
+from vazao import limits
+from vazao.catalog.arch import ModelArch
 from vazao.catalog.formats import Format
 from vazao.errors import VazaoError
 
+if TYPE_CHECKING:  # types only: numpy is imported where a grid sweep needs it
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from vazao.catalog.formats import KVFormat
+    from vazao.catalog.hardware import Accelerator
+    from vazao.physics.profiles import EngineProfile
+
 ACT_BYTES = 2  # activations stay 16-bit in every format vazao models
+
+
+class DeploymentShape(Protocol):
+    """What memory accounting reads of a Deployment (physics/deployment.py): a Protocol, not the class,
+    because deployment.py imports this module (and physics/step.py, which imports it too), so importing
+    Deployment here, even for its type alone, would close an import loop (tests/test_layering.py).
+    A Deployment is one; so is anything else with these attributes."""
+
+    @property
+    def model(self) -> ModelArch: ...
+    @property
+    def kv_format(self) -> KVFormat: ...
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def engine(self) -> EngineProfile: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def gpus_per_replica(self) -> int: ...
+    @property
+    def weights_bytes(self) -> float: ...
 
 
 def weights_bytes(model: ModelArch, fmt: Format) -> float:
@@ -69,11 +107,11 @@ class Fit:
     replicas: int
     reason: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def overhead_bytes_per_gpu(dep) -> float:
+def overhead_bytes_per_gpu(dep: DeploymentShape) -> float:
     """Memory the engine holds besides weights and KV: its reserve plus the activation workspace."""
     eng = dep.engine
     act = (activation_bytes_per_gpu(dep.model, min(eng.max_num_batched_tokens, 16384), dep.tp)
@@ -81,7 +119,14 @@ def overhead_bytes_per_gpu(dep) -> float:
     return eng.reserved_bytes + act
 
 
-def free_bytes_per_gpu(dep, memory_bytes=None):
+@overload
+def free_bytes_per_gpu(dep: DeploymentShape, memory_bytes: None = None) -> float: ...
+@overload
+def free_bytes_per_gpu(dep: DeploymentShape, memory_bytes: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+
+def free_bytes_per_gpu(dep: DeploymentShape,
+                       memory_bytes: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """What is left per GPU for the KV cache; negative when the weights themselves do not fit.
     `memory_bytes` may be an array over accelerators (grid sweeps); default: the deployment's GPU."""
     mem = dep.accelerator.memory_bytes if memory_bytes is None else memory_bytes
@@ -97,19 +142,19 @@ def free_bytes_per_gpu(dep, memory_bytes=None):
     return mem * eng.gpu_memory_utilization - overhead_bytes_per_gpu(dep) - weights
 
 
-def kv_bytes_per_sequence_per_gpu(dep, context: int) -> float:
+def kv_bytes_per_sequence_per_gpu(dep: DeploymentShape, context: int) -> float:
     """One sequence's KV bytes on one GPU (layers split by pp, heads by tp, windows applied)."""
     model, kv_elt = dep.model, dep.kv_format.bytes_per_element
     per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
     return model.kv_bytes_per_sequence(context, kv_elt) * per_gpu / model.kv_bytes_per_token(kv_elt)
 
 
-def fit(dep, context: int) -> Fit:
+def fit(dep: DeploymentShape, context: int) -> Fit:
     """Fit a deployment for sequences of `context` tokens (prompt + output)."""
     if context <= 0:
         raise VazaoError(f"context must be a positive number of tokens, got {context}")
-    if context > MAX_CONTEXT:
-        raise VazaoError(f"context must be at most {MAX_CONTEXT:,} tokens, got {context:.3g}")
+    if context > limits.MAX_MODEL_CONTEXT:
+        raise VazaoError(f"context must be at most {limits.MAX_MODEL_CONTEXT:,} tokens, got {context:.3g}")
     model, eng = dep.model, dep.engine
     wbytes = dep.weights_bytes
     per_gpu_w = wbytes / dep.gpus_per_replica

@@ -1,11 +1,16 @@
 """Pipeline parallelism as the serving layers see it: how many engines a replica behaves as.
 
-Here, not in estimate.py, because the closed-form estimate and the simulator both count a replica's
+Here, not in analytic.py, because the closed-form estimate and the simulator both count a replica's
 micro-batches the same way, and the simulator must not import the estimator to do so."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def microbatches(dep) -> int:
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
+
+
+def microbatches(dep: Deployment) -> int:
     """Engines a replica behaves as: pp stages each on its own micro-batch when the engine pipelines."""
     return dep.pp if dep.engine.pipeline_microbatches else 1

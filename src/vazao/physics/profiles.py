@@ -163,7 +163,7 @@ class EngineProfile:
                 out = replace(out, **{k: v for k, v in entry.items() if k not in ("min_version", "max_version")})
         return out
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[tuple[str, Any], ...]:
         """A hashable identity of every setting that changes a prediction."""
         return tuple((f.name, getattr(self, f.name)) for f in fields(self)
                      if f.name not in ("kv_dtype", "versions", "calibration", "description", "source", "vendors",
@@ -171,14 +171,15 @@ class EngineProfile:
 
     def on_generation(self, generation: str) -> EngineProfile:
         """The profile on one hardware generation: its overrides, if the profile has any."""
-        over = self.generations.get(generation)
+        over: dict[str, Any] = dict(self.generations.get(generation) or {})
         return replace(self, **over) if over else self
 
     def overridden(self, **values: float) -> EngineProfile:
         """These values on every release: taken out of the `versions` entries too, so that a release's
         shipped values (applied by at_version) never silently replace a value being tried in a fit."""
         versions = tuple(MappingProxyType({k: v for k, v in e.items() if k not in values}) for e in self.versions)
-        return replace(self, versions=versions, **values)
+        changes: dict[str, Any] = dict(values)
+        return replace(self, versions=versions, **changes)
 
     def idealized(self) -> EngineProfile:
         """Same scheduler, physical-limit costs: efficiencies 1, no overheads (--ideal)."""

@@ -392,3 +392,155 @@ def step_cost(dep, shape: BatchShape) -> StepCost:
     parts = (compute_s, memory_s, comm_s, overhead_s)
     bound = BOUNDS[parts.index(max(parts))]
     return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound, w.flops, w.bytes + w.kv_bytes)
+
+
+class StepTimer:
+    """`step_cost(dep, shape).time_s` for one deployment with scalar constants (the simulator's), and
+    the times of a run of decode steps as an array, without building a BatchShape, StepWork and
+    StepCost per step: the simulator costs a step per scheduler decision, millions per run.
+
+    Exactly step_work then roofline: the same operations in the same order on the same doubles (a
+    product or quotient of two constants is computed once, as roofline computes it each call; a term
+    that only depends on the batch size is computed once per batch size). A term that is exactly 0.0
+    is left out of an addition rather than added: every sum here is of non-negative times, for which
+    x + 0.0 == x."""
+
+    __slots__ = ("c", "s", "_attn_div", "_mem_div", "_kv_div", "_exp_div", "_per_n")
+
+    def __init__(self, c: StepConstants):
+        self.c = c
+        self.s = c.shard
+        self._attn_div = c.attn_peak * c.attn_eff
+        self._mem_div = c.bandwidth * c.memory_eff
+        self._kv_div = c.bandwidth * c.kv_memory_eff
+        self._exp_div = c.bandwidth * c.expert_memory_eff
+        self._per_n: dict[int, tuple] = {}
+
+    @staticmethod
+    def usable(c: StepConstants) -> bool:
+        """Scalar constants only: a grid sweep's hold numpy arrays over accelerators."""
+        return not any(_is_array(getattr(c, k)) for k in StepConstants.__slots__ if k != "shard")
+
+    def time(self, n: int, new: int, ctx: int, pairs: float, logits: int) -> float:
+        """step_cost(dep, BatchShape(n, new, ctx, pairs, logits)).time_s."""
+        if new <= 0 or n <= 0:
+            return 0.0
+        s, c = self.s, self.c
+        # step_work
+        if s.window and s.kv_bytes_per_token_window:
+            avg_ctx = ctx / n
+            win_ctx = n * min(avg_ctx, s.window)
+            avg_new = new / n
+            win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
+        else:
+            win_ctx, win_pairs = ctx, pairs
+        touched = experts_touched(s.num_experts, s.experts_per_token, new)
+        weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
+        kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
+        matmul_flops = s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits
+        attn_flops = s.attn_flops_per_pair_full * pairs + s.attn_flops_per_pair_window * win_pairs
+        dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
+        expert_bytes = touched * s.expert_bytes
+        act = new * s.hidden_bytes_per_token
+        # roofline
+        ramp = c.ramp_tokens
+        dense_eff = c.matmul_eff * (new / (new + ramp) if ramp else 1.0)
+        compute_s = (matmul_flops / (c.matmul_peak * dense_eff) + attn_flops / self._attn_div
+                     + dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff)
+        if s.expert_flops_per_token:
+            expert_tokens = new * s.experts_per_token / touched if touched else 0.0
+            expert_eff = c.expert_eff * (expert_tokens / (expert_tokens + ramp) if ramp else 1.0)
+            compute_s = compute_s + s.expert_flops_per_token * new / (c.matmul_peak * expert_eff)
+        memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
+                    + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
+        comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
+                  + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+        overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
+        work_s = compute_s if compute_s >= memory_s else memory_s
+        if c.unhidden:
+            work_s = work_s + c.unhidden * (compute_s + memory_s - work_s)
+        if c.bubble:
+            comm_s = comm_s + work_s * c.bubble
+        device_s = work_s + comm_s
+        time_s = device_s + overhead_s
+        if c.host_overlap:
+            time_s = time_s - c.host_overlap * (device_s if device_s <= overhead_s else overhead_s)
+        return time_s
+
+    def _decode_terms(self, n: int) -> tuple:
+        """The terms of a decode step of n sequences (BatchShape(n, n, ctx, ctx + n + 0.0, n)) that do
+        not depend on its context: (compute before attention, compute after it, memory before the KV
+        reads, memory after them, comm, overhead), each as step_work and roofline compute it."""
+        s, c = self.s, self.c
+        touched = experts_touched(s.num_experts, s.experts_per_token, n)
+        weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
+        matmul_flops = s.matmul_flops_per_token * n + s.lm_head_flops_per_logit * n
+        dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-n // DEQUANT_TILE_TOKENS)
+        expert_bytes = touched * s.expert_bytes
+        act = n * s.hidden_bytes_per_token
+        ramp = c.ramp_tokens
+        dense_eff = c.matmul_eff * (n / (n + ramp) if ramp else 1.0)
+        compute_pre = matmul_flops / (c.matmul_peak * dense_eff)
+        compute_post = [dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff]
+        if s.expert_flops_per_token:
+            expert_tokens = n * s.experts_per_token / touched if touched else 0.0
+            expert_eff = c.expert_eff * (expert_tokens / (expert_tokens + ramp) if ramp else 1.0)
+            compute_post.append(s.expert_flops_per_token * n / (c.matmul_peak * expert_eff))
+        memory_pre = (weight_bytes + s.act_bytes_per_token * n - expert_bytes) / self._mem_div
+        memory_post = [expert_bytes / self._exp_div, c.offload_s]
+        comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
+                  + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+        overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
+        return (compute_pre, tuple(x for x in compute_post if x != 0.0), memory_pre,
+                tuple(x for x in memory_post if x != 0.0), comm_s, overhead_s)
+
+    def decode_times(self, n: int, cn, out) -> None:
+        """Times of decode steps of n sequences into `out` (float64), one per entry of `cn`, each step's
+        context + n as int64: BatchShape(n, n, ctx, ctx + n + 0.0, n), whose pairs are ctx + n as a
+        float (a float times an int64 array converts it exactly, as + 0.0 does). Full-attention models
+        only: sliding windows take the scalar path's min()."""
+        import numpy as np
+
+        terms = self._per_n.get(n)
+        if terms is None:
+            terms = self._per_n[n] = self._decode_terms(n)
+        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s = terms
+        s, c = self.s, self.c
+        # compute_s = matmul + attention (+ dequant + experts); attention over pairs = ctx + n
+        compute = np.multiply(cn, s.attn_flops_per_pair_full)
+        if s.attn_flops_per_pair_window:
+            compute += cn * s.attn_flops_per_pair_window
+        compute /= self._attn_div
+        np.add(compute_pre, compute, out=compute)
+        for x in compute_post:
+            compute += x
+        # memory_s = weights and activations + KV of ctx + new tokens (+ experts + offload)
+        memory = np.multiply(cn, s.kv_bytes_per_token_full)
+        if s.kv_bytes_per_token_window:
+            memory += cn * s.kv_bytes_per_token_window
+        memory /= self._kv_div
+        np.add(memory_pre, memory, out=memory)
+        for x in memory_post:
+            memory += x
+        if c.unhidden:
+            work = np.maximum(compute, memory)
+            compute += memory  # compute_s + memory_s - work_s, as roofline groups it
+            compute -= work
+            compute *= c.unhidden
+            work += compute
+        else:
+            work = np.maximum(compute, memory, out=compute)
+        if c.bubble:
+            comm = work * c.bubble
+            np.add(comm_s, comm, out=comm)
+            work += comm
+        elif comm_s != 0.0:
+            work += comm_s
+        device = work  # device_s
+        if c.host_overlap:
+            np.add(device, overhead_s, out=out)
+            np.minimum(device, overhead_s, out=memory)
+            memory *= c.host_overlap
+            out -= memory
+        else:
+            np.add(device, overhead_s, out=out)

@@ -43,7 +43,7 @@ def api_bill_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl:
 
     table = get_price(price)
     w = load_workload(workload, requests=requests, seed=seed)
-    return table.id, float(api_usd_per_request(table, RequestShape(1, 1), w.plan(), cache_ttl))
+    return table.id, float(api_usd_per_request(table, RequestShape(1, 1), w.specs(), cache_ttl))
 
 
 def compare(c: Candidate, requests_per_s: float, price_id: str, api_per_request: float) -> ApiComparison:

@@ -29,7 +29,7 @@ from vazao.plan.space import Lengths, PlanInputs, Shape
 from vazao.workload.traffic import Traffic
 
 CAPACITY_MARGIN = 0.85  # the closed form ignores queueing: aim the first replica count below its capacity
-MAX_TRIES = 4
+TRIES = 4
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def slo_cap(dep, inp: PlanInputs, cap: int):
 def optimistic_rate(dep, lengths: Lengths, cap: int) -> float:
     """An upper bound on the requests/s one replica serves: every slot full (batch = cap) and the
     prompts' prefill free (as if a prefix cache served them all)."""
-    from vazao.estimate import decode_cost
+    from vazao.analytic import decode_cost
 
     ctx = max(1, int(lengths.prompt_mean + lengths.output_mean / 2))
     return cap / (max(lengths.output_mean, 1.0) * decode_cost(dep, cap, ctx).time_s)
@@ -288,13 +288,13 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         return all(c.met for c in run(r)[1])
 
     r = max(1, min(s.replicas, top))
-    for _ in range(MAX_TRIES):
+    for _ in range(TRIES):
         if ok(r) or r >= top:
             break
         worst = max(c.value / c.limit if c.value else 2.0 for c in run(r)[1])
         r = min(top, max(r + 1, math.ceil(r * min(worst, 2.0))))
     if ok(r):  # the estimate aims below capacity: fewer replicas may do
-        while r > 1 and len(runs) < MAX_TRIES + 4 and ok(r - 1):
+        while r > 1 and len(runs) < TRIES + 4 and ok(r - 1):
             r -= 1
     replicas = r
     result, checks, bands, w = run(r)
@@ -399,8 +399,8 @@ DISAGG_TRIES = 3  # the best simulated colocated candidates whose split is searc
 def decode_cap(dep, inp: PlanInputs, cap: int) -> int:
     """A decode pool's batch cap: no prompt is prefilled in its steps, so the largest batch whose decode step
     alone holds the TPOT/ITL limits (with cost.capacity's headroom), at most `cap`."""
+    from vazao.analytic import decode_cost
     from vazao.cost.capacity import CAP_HEADROOM
-    from vazao.estimate import decode_cost
 
     d = _demand(inp.workload, inp.seed)
     limits = [v for k, v in inp.slo.limits.items() if k.split("_", 1)[0] in ("tpot", "itl")]

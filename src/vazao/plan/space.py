@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 from vazao.results import SLO
 from vazao.workload.traffic import Traffic
@@ -21,7 +21,6 @@ from vazao.workload.traffic import Traffic
 # throughput: the most output tokens/s per GPU on gpu_count GPUs within the SLO (aiconfigurator's)
 OBJECTIVES = ("cost", "throughput")
 PARALLEL = (1, 2, 4, 8, 16, 32, 64)
-MAX_SHAPES = 20_000
 
 
 def slo_with_user_tps(slo: SLO, user_tps: float | None, *, slo_given: bool) -> SLO:
@@ -59,7 +58,7 @@ class Lengths:
     def context(self, model_max: int) -> int:
         """The per-sequence context a deployment is set to (--max-model-len, a llama.cpp slot): the
         longest request rounded up to 256 tokens, at most the model's own context."""
-        from vazao.workload.plan import round_context
+        from vazao.workload.specs import round_context
 
         return round_context(max(self.longest, self.context_p99), model_max)
 
@@ -182,8 +181,8 @@ def shapes(inp: PlanInputs) -> Iterator[Shape]:
                                 break
                             for tp, pp in layouts(k, engine, node):
                                 n += 1
-                                if n > MAX_SHAPES:
-                                    raise VazaoError(f"plan: over {MAX_SHAPES:,} deployment shapes; narrow the "
+                                if n > limits.MAX_SHAPES:
+                                    raise VazaoError(f"plan: over {limits.MAX_SHAPES:,} deployment shapes; narrow the "
                                                      "models, GPUs, formats or engines")
                                 yield Shape(model, fmt, kv, gpu, tp, pp, engine)
 

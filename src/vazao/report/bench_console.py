@@ -1,5 +1,5 @@
 """Console views of bench results: one run's latency table and totals, a sweep's row per level,
-and runs side by side (bench.runs.Comparison). From typed results to rich Tables and lines; the
+and runs side by side (loadgen.runs.Comparison). From typed results to rich Tables and lines; the
 figures are computed where the results are made."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from vazao.bench.runs import LATENCIES, Comparison, ComparisonRow
+from vazao.loadgen.runs import LATENCIES, Comparison, ComparisonRow
 from vazao.results import SLO, RunSummary
 from vazao.units import fmt_rate, fmt_seconds
 
 if TYPE_CHECKING:
-    from vazao.bench.session import BenchResult
+    from vazao.loadgen.session import BenchResult
 
 __all__ = ["compare_table", "log_view", "result_view", "summary_lines", "summary_table", "sweep_table"]
 
@@ -133,7 +133,8 @@ def result_view(result: BenchResult, out_path: Path | None) -> list[Table | Line
             line += f"; {name}: server {v['server']:,.0f} vs client {v['client']:,}"
         out.append(("", line))
     out.extend(("[yellow]warning:[/] ", w) for w in result.warnings)
-    out.append(("", f"records: {cfg.records_path}" + (f"; result: {out_path}" if out_path else "")))
+    kept = f"records: {cfg.records_path}" if result.records_kept else "records: none (no request reached the server)"
+    out.append(("", kept + (f"; result: {out_path}" if out_path else "")))
     return out
 
 
@@ -142,7 +143,7 @@ def _fmt_counts(c: dict[str, int]) -> str:
 
 
 def log_view(data: dict[str, Any], path: Path, slo: SLO | None) -> list[Table | Line]:
-    """What `vazao summarize` prints: bench.runs.log_summary's result."""
+    """What `vazao summarize` prints: loadgen.runs.log_summary's result."""
     out: list[Table | Line] = []
     if data.get("points"):
         out.append(sweep_table([(p, p["summary"], slo.met_by(p["summary"]) if slo else None)

@@ -84,7 +84,7 @@ def run_latencies(data: Mapping[str, Any], base: Path | None) -> list[LatencySam
     name = run.get("records")
     for path in ([Path(name), (base or Path(".")) / Path(name).name] if name else []):
         if path.is_file():
-            from vazao.bench.records import read_log
+            from vazao.loadgen.records import read_log
 
             log = read_log(path, run.get("run_id"))
             records = log.by_point[max(log.by_point)] if log.by_point else log.records

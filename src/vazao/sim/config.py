@@ -4,12 +4,16 @@ optional speculative decoding and disaggregated prefill/decode, and the axes a c
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from vazao import limits
 from vazao.catalog.arch import ModelArch
 from vazao.errors import VazaoError
 from vazao.inputs import number, split_list
 from vazao.physics.profiles import EngineProfile, get_engine
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 DEFAULT_DRAFT_RATIO = 0.05  # a draft pass costs 5% of a target decode step unless a draft model is given
 DEFAULT_MAX_WAITING = 100_000  # overload bound: stop when this many requests wait on one replica
@@ -105,7 +109,7 @@ class SimConfig:
             number(self.max_context, "max context", minimum=2, maximum=limits.MAX_CONTEXT, integer=True)
 
     @classmethod
-    def from_engine(cls, eng: EngineProfile, **overrides) -> SimConfig:
+    def from_engine(cls, eng: EngineProfile, **overrides: Any) -> SimConfig:
         base = cls(scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                    max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
                    chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
@@ -178,7 +182,7 @@ AXES = {
 }
 
 
-def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
+def apply_axis(cfg: SimConfig, dep: Deployment, axis: str, value: str) -> tuple[SimConfig, Deployment]:
     """One comparison axis=value applied to (config, deployment); returns the new pair."""
     if axis == "batching":
         if value not in ("static", "continuous"):
@@ -221,7 +225,7 @@ def apply_axis(cfg: SimConfig, dep, axis: str, value: str):
 
 def parse_compare(texts: list[str]) -> list[tuple[str, list[str]]]:
     """['batching=static,continuous', 'kv=reserved,paged'] → [(axis, values), …]."""
-    out = []
+    out: list[tuple[str, list[str]]] = []
     variants = 1
     for text in texts:
         if "=" not in text:

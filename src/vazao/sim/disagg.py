@@ -8,9 +8,13 @@ for the whole cache before it admits the request."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vazao.physics.memory import kv_bytes_per_token_per_gpu
 from vazao.sim.config import DisaggConfig
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class KVLink:
     latency_s: float
 
     @classmethod
-    def of(cls, dep, cfg: DisaggConfig) -> KVLink:
+    def of(cls, dep: Deployment, cfg: DisaggConfig) -> KVLink:
         per_tok = kv_bytes_per_token_per_gpu(dep.model, dep.kv_format.bytes_per_element, dep.tp, dep.pp)
         acc = dep.accelerator
         bw = cfg.link_bytes_per_s or acc.interconnect_bytes_per_s

@@ -18,9 +18,14 @@ takes over from there.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from functools import reduce
+from itertools import repeat
+from operator import add, mul, sub
+
 import numpy as np
 
-from vazao.physics.step import BatchShape, roofline, step_cost, step_work
+from vazao.physics.step import step_cost
 
 MIN_STEPS = 8  # below this the arrays cost more than the steps they replace
 MAX_STEPS = 4096  # bounds the arrays (memory stays flat with run length)
@@ -31,7 +36,9 @@ def eligible(e) -> bool:
     """The step in flight decodes the whole cohort one token each, and the next one will too."""
     if e.spec is not None or e.chunks or e.joined_ready or e.waiting or e.prefilling or e.step_a != 1:
         return False
-    if e.scheduler.cost is not step_cost or not e.cohort.n or e.step_decoding != e.cohort.n:
+    if e.scheduler.cost is not step_cost or e.scheduler.timer is None:
+        return False
+    if not e.cohort.n or e.step_decoding != e.cohort.n:
         return False
     s = e.dep.consts.shard
     return not (s.window and s.kv_bytes_per_token_window)  # sliding windows take the scalar path's min()
@@ -44,29 +51,41 @@ def _finishing(cohort, upto: int) -> list[tuple[int, int]]:
                   if fin <= upto and seq.in_cohort and seq.fin == fin)
 
 
-def _shapes(cohort, a0: int, r: int, moe: bool) -> tuple:
-    """(rounds, batch per step, context per step) of the next `r` steps: step j + 1 is planned at
-    A = a0 + 1 + j with the members that have not finished by then. A step after which no member is
-    left is not planned (the loop idles the engine); routed experts keep one batch (the expert terms
-    take scalars), so they stop at the first completion."""
-    n0 = cohort.n
-    grown = a0 + 1 + np.arange(r, dtype=np.int64)
+def _segments(cohort, a0: int, r: int, moe: bool) -> tuple[int, list[int], list[int], list[int]]:
+    """(rounds, segments) of the next `r` steps: step j + 1 is planned at A = a0 + 1 + j with the
+    members that have not finished by then, so the batch only changes where members finish. Segment m
+    covers steps j + 1 for j from starts[m] to the next start, with ns[m] members whose bases sum to
+    sums[m]. A step after which no member is left is not planned (the loop idles the engine); routed
+    experts keep one batch (the expert terms are costed per batch size), so they stop at the first
+    completion."""
+    n, sb = cohort.n, cohort.sum_base
     done = _finishing(cohort, a0 + r)
     if not done:
-        return r, n0, cohort.sum_base + n0 * grown
-    fins = np.fromiter((f for f, _ in done), np.int64, len(done))
-    if moe or len(done) >= n0:
+        return r, [0], [n], [sb]
+    if moe or len(done) >= n:
         # the first completion (moe), or the one that empties the cohort: the last step planned is the
         # one whose end reaches it
-        r = min(r, int(fins[0] if moe else fins[n0 - 1]) - a0 - 1)
-        grown = grown[:r]
+        r = min(r, (done[0][0] if moe else done[n - 1][0]) - a0 - 1)
         if moe:
-            return r, n0, cohort.sum_base + n0 * grown
-    gone = fins.searchsorted(grown, "right")  # members finished when step j + 1 is planned
-    base_gone = np.zeros(len(done) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter((b for _, b in done), np.int64, len(done)), out=base_gone[1:])
-    n = n0 - gone
-    return r, n, (cohort.sum_base - base_gone[gone]) + n * grown
+            return r, [0], [n], [sb]
+    starts, ns, sums = [0], [n], [sb]
+    k, m = 0, len(done)
+    while k < m:
+        fin = done[k][0]
+        j = fin - a0 - 1  # the first step planned without the members finishing at A = fin
+        if j >= r:
+            break
+        while k < m and done[k][0] == fin:
+            n -= 1
+            sb -= done[k][1]
+            k += 1
+        if j == starts[-1]:
+            ns[-1], sums[-1] = n, sb
+        else:
+            starts.append(j)
+            ns.append(n)
+            sums.append(sb)
+    return r, starts, ns, sums
 
 
 def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float | None] | None:
@@ -95,18 +114,20 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
         return None
     stop_t = top if top < next_sample else next_sample
     r = MAX_STEPS if stop_t == _INF or last <= 0 else min(MAX_STEPS, int((stop_t - end) / last) + 2 + i0)
-    shard = e.dep.consts.shard
     if r >= MIN_STEPS:
-        r, n, ctx = _shapes(cohort, a0, r, bool(shard.num_experts))
+        r, starts, ns, sums = _segments(cohort, a0, r, bool(e.dep.consts.shard.num_experts))
     if r < MIN_STEPS:
         return (end, end + e.scheduler._cost()) if i0 else None
-    # the scheduler's shape: pairs = ctx + n plus 0.0 from the (empty) prompt sums, a float
-    times = roofline(step_work(shard, BatchShape(n, n, ctx, ctx + n + 0.0, n)), e.dep.consts)[4]
+    # the scheduler's shape per step: BatchShape(n, n, ctx, ctx + n + 0.0, n), ctx = Σ base + n·A
+    timer = e.scheduler.timer
     ends = np.empty(r + 1)
+    stops = starts[1:] + [r]
+    for j0, j1, n, sb in zip(starts, stops, ns, sums, strict=True):
+        c0 = sb + n * (a0 + 1 + j0) + n  # the first step's context + n
+        timer.decode_times(n, np.arange(c0, c0 + n * (j1 - j0), n, dtype=np.int64), ends[1 + j0:1 + j1])
     ends[0] = end
-    ends[1:] = times
-    ends.cumsum(out=ends)  # ends[j]: when step j ends (0: the one in flight)
-    out = _walk(e, ends, n, a0, i0, top, next_sample)
+    ends.cumsum(out=ends)  # ends[j]: when step j ends (0: the one in flight); accumulate adds in order
+    out = _walk(e, ends, starts, ns, a0, i0, top, next_sample)
     return out if out is not None or not i0 else (end, float(ends[1]))
 
 
@@ -114,7 +135,7 @@ def _completes_prompts(e) -> bool:
     """The step in flight computes the last chunk of every prompt in progress, with nobody waiting."""
     if e.spec is not None or not e.chunks or e.waiting or e.joined_ready or e.step_a != 1 or e.role != "both":
         return False
-    if e.scheduler.cost is not step_cost or len(e.chunks) != len(e.prefilling):
+    if e.scheduler.cost is not step_cost or e.scheduler.timer is None or len(e.chunks) != len(e.prefilling):
         return False
     if any(seq.computed + n != seq.target for seq, n in e.chunks):
         return False
@@ -138,20 +159,23 @@ def _plan_decode(e, now: float) -> bool:
 def _limit(ends: np.ndarray, top: float, next_sample: float) -> int:
     """Steps that may finish: those ending before the next sample and no later than the next event
     (a step end goes before an event at the same instant), and not the last (what follows it is not
-    computed)."""
+    computed). Of the two counts the smaller is the one of the sooner bound."""
     head = ends[:-1]
-    return min(int(head.searchsorted(next_sample, "left")), int(head.searchsorted(top, "right")))
+    if top < next_sample:
+        return int(head.searchsorted(top, "right"))
+    return int(head.searchsorted(next_sample, "left"))
 
 
-def _walk(e, ends: np.ndarray, n, a0: int, i: int, top: float,
+def _walk(e, ends: np.ndarray, starts: list[int], ns: list[int], a0: int, i: int, top: float,
           next_sample: float) -> tuple[float, float | None] | None:
     """Apply the stretch: runs of plain steps at once, each step at which members finish through the
     engine's own end_step. Step j ends at ends[j], is planned at A = a0 + j and finishing it makes
-    A = a0 + j + 1; n (an int, or one per step) is the batch of step j + 1. Step i is in flight."""
+    A = a0 + j + 1; the batch of step j + 1 is ns[m] for the last starts[m] <= j. Step i is in flight."""
     cohort, pool, runner_heap = e.cohort, e.pool, e.sink.heap
     i0 = i
     limit = _limit(ends, top, next_sample)
-    size = len(ends)
+    el = ends.tolist()
+    size = len(el)
     while True:
         head = cohort.heap[0][0] if cohort.heap else None
         c = size if head is None else min(size, head - a0 - 1)  # the step whose end completes someone
@@ -163,26 +187,27 @@ def _walk(e, ends: np.ndarray, n, a0: int, i: int, top: float,
             k = i + int(need.searchsorted(pool.num_free, "right"))
             blocks = int(need[k - i - 1]) if k > i else 0
         if k > i:
-            _apply(e, ends, i, k, blocks)
+            _apply(e, el, i, k, blocks)
             i = k
         if i < c or i >= limit:
             break  # a KV allocation, an event or a sample comes first, or the steps computed ran out
         # step i ends with completions: the engine applies it (records, freed blocks, callbacks)
         e.step_decoding = cohort.n
-        e.sink.now = t = float(ends[i])
+        e.sink.now = t = el[i]
         e.end_step(t)
         i += 1
-        if not cohort.n or e.waiting or e.chunks or e.joined_ready or cohort.n != _at(n, i - 1):
-            return float(ends[i - 1]), None  # the loop plans what comes next
+        if (not cohort.n or e.waiting or e.chunks or e.joined_ready
+                or cohort.n != ns[bisect_right(starts, i - 1) - 1]):
+            return t, None  # the loop plans what comes next
         if runner_heap and runner_heap[0][0] < top:  # a callback scheduled an event (a next turn)
             top = runner_heap[0][0]
             limit = min(limit, _limit(ends, top, next_sample))
-        if i >= limit or not _plan_decode(e, float(ends[i - 1])):
-            return float(ends[i - 1]), None
+        if i >= limit or not _plan_decode(e, t):
+            return t, None
     if i == i0:
         return None
     e.step_decoding = cohort.n
-    return float(ends[i - 1]), float(ends[i])
+    return el[i - 1], el[i]
 
 
 def _blocks(cohort, g: int, steps: int, bs: int) -> int:
@@ -195,31 +220,20 @@ def _blocks(cohort, g: int, steps: int, bs: int) -> int:
     return total
 
 
-def _at(n, j: int) -> int:
-    return int(n if isinstance(n, int) else n[j])
-
-
-def _apply(e, ends: np.ndarray, i: int, k: int, blocks: int) -> None:
+def _apply(e, el: list[float], i: int, k: int, blocks: int) -> None:
     """The state after steps i … k − 1 finished (none of them completing anyone) and steps i + 1 … k
-    were planned: end_step's sums one step at a time, in order, and the blocks taken at once."""
+    were planned: end_step's `now - step_start` and its sums one step at a time, in order (reduce adds
+    left to right, as end_step does), and the blocks taken at once."""
     stats, cohort = e.stats, e.cohort
-    durs = np.empty(k - i + 1)
-    durs[0] = e.step_start
-    durs[1:] = ends[i:k]
-    durs[1:] -= durs[:-1].copy()  # end_step's `now - step_start`, step by step
+    span = el[i:k]
+    durs = list(map(sub, span, [e.step_start, *el[i:k - 1]]))
     stats.steps += k - i
-    # end_step adds one step at a time; accumulate adds in order too, so the sums are the same doubles
-    durs[0] = stats.busy_s
-    stats.busy_s = float(durs.cumsum()[-1])
-    sums = durs * cohort.n
-    sums[0] = stats.seq_s
-    stats.seq_s = float(sums.cumsum()[-1])
-    durs = durs[1:]
+    stats.busy_s = reduce(add, durs, stats.busy_s)
+    stats.seq_s = reduce(add, map(mul, durs, repeat(cohort.n, k - i)), stats.seq_s)
     if len(e.running) > stats.peak_running:
         stats.peak_running = len(e.running)
-    cohort.gaps.frombytes(durs.tobytes())
+    cohort.gaps.extend(durs)
     cohort.A += k - i
     if blocks and not e.pool.try_allocate_anonymous(blocks):
         raise RuntimeError(f"closed-form decode: the KV pool refused {blocks} blocks it counted as free")
-    e.last_step_end = float(ends[k - 1])
-    e.step_start = float(ends[k - 1])
+    e.last_step_end = e.step_start = span[-1]

@@ -7,9 +7,11 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from vazao import limits
-from vazao.bands import deployment_band
+from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.memory import fit
 from vazao.physics.pipeline import microbatches
@@ -21,6 +23,9 @@ from vazao.sim.loop import Runner
 from vazao.sim.speculative import SpecModel
 from vazao.sim.stats import Stats, TimelinePoint
 from vazao.workload import Workload
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class SimResult:
     wall_s: float
     kv_blocks_in_use_at_end: int = 0  # a self-check: every finished request gave its blocks back
     # 80% bands (low, high, note) of the headline figures from the engine profile's calibration
-    bands: dict | None = None
+    bands: dict[str, Band] | None = None
     _stats: Stats | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -63,7 +68,7 @@ class SimResult:
     def records(self, include_warmup: bool = False) -> list[RequestRecord]:
         return self._stats.records(counted_only=not include_warmup) if self._stats else []
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "workload": self.workload, "deployment": self.deployment, "config": self.config,
             "completed": self.completed, "errors": self.errors, "unfinished": self.unfinished,
@@ -78,7 +83,7 @@ class SimResult:
         }
 
 
-def kv_blocks(dep, cfg: SimConfig, max_context: int) -> tuple[int, int]:
+def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, int]:
     """(blocks, tokens) of KV cache per replica: fit()'s capacity, less a draft model's share."""
     f = fit(dep, max_context)
     if not f.weights_fit:
@@ -91,7 +96,7 @@ def kv_blocks(dep, cfg: SimConfig, max_context: int) -> tuple[int, int]:
     return tokens // cfg.block_size, tokens
 
 
-def resolve_config(dep, workload: Workload, config: SimConfig | None = None) -> SimConfig:
+def resolve_config(dep: Deployment, workload: Workload, config: SimConfig | None = None) -> SimConfig:
     """The settings a run uses: `config`, else the engine's preset; a reserved KV layout with no
     max_context gets the workload's. A reserved layout sets aside each slot's whole context up front,
     so it is sized as its users size it: to the workload's longest request, rounded up (a llama.cpp
@@ -118,7 +123,7 @@ def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, 
                 f"fits; lower max_context or use the paged layout")
 
 
-def check_size(dep, workload: Workload) -> None:
+def check_size(dep: Deployment, workload: Workload) -> None:
     """Refuse, before any work, a run whose memory or time no machine has: the simulator holds every
     request it has served, every sequence in flight and one KV pool per replica (vazao.limits)."""
     name = f"workload {workload.name}"
@@ -142,9 +147,11 @@ def check_size(dep, workload: Workload) -> None:
 
 
 Progress = Callable[[int, int], None]  # (done, total), as report.progress.progress_bar takes it
+OnSample = Callable[[float, int], None]  # (simulated time, requests done), as Stats.on_sample takes it
 
 
-def _request_progress(workload: Workload, progress: Progress | None, offset: int = 0, total: int | None = None):
+def _request_progress(workload: Workload, progress: Progress | None, offset: int = 0,
+                      total: int | None = None) -> OnSample | None:
     """A Stats.on_sample hook turning the run's advance into (done, total): requests served out of
     those planned, else simulated seconds out of the duration."""
     if progress is None:
@@ -164,14 +171,15 @@ def _run_size(workload: Workload) -> int:
     return workload.requests or int(workload.duration_s or 0)
 
 
-def simulate(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None,
+def simulate(dep: Deployment, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None,
              progress: Progress | None = None) -> SimResult:
     """Serve `workload` on `dep` (each replica its own engine) and summarise it. `progress(done,
     total)` is called a few hundred times over the run (requests served, or simulated seconds)."""
     return _simulate(dep, workload, config, slo, _request_progress(workload, progress))
 
 
-def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None, on_sample) -> SimResult:
+def _simulate(dep: Deployment, workload: Workload, config: SimConfig | None, slo: SLO | None,
+              on_sample: OnSample | None) -> SimResult:
     check_size(dep, workload)
     cfg = resolve_config(dep, workload, config)
     max_context = cfg.max_context or dep.model.max_context
@@ -206,7 +214,7 @@ def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None
     runner.run()
     wall = time.perf_counter() - t0
 
-    warnings = []
+    warnings: list[str] = []
     unfinished = runner.unsent
     if runner.stopped:
         warnings.append(f"{runner.stopped}; {unfinished:,} planned requests not served, the summary covers "
@@ -223,8 +231,8 @@ def _simulate(dep, workload: Workload, config: SimConfig | None, slo: SLO | None
     figures = {"output_tokens_per_s": (summary.output_tokens_per_s, ""),
                "ttft_p95_s": (summary.ttft_s.p95, "ttft_ms"), "itl_p95_s": (summary.itl_s.p95, "itl_ms"),
                "tpot_p50_s": (summary.tpot_s.p50, "tpot_ms")}
-    bands = {k: deployment_band(dep, regime, v, metric=m) for k, (v, m) in figures.items() if v}
-    bands = {k: v for k, v in bands.items() if v} or None
+    found = {k: deployment_band(dep, regime, v, metric=m) for k, (v, m) in figures.items() if v}
+    bands = {k: v for k, v in found.items() if v} or None
     prompt_tokens = sum(p for i, p in enumerate(stats.r_prompt) if i not in stats.r_error)
     return SimResult(
         summary=summary,
@@ -260,18 +268,18 @@ class Variant:
     result: SimResult
     throughput_ratio: float  # output tokens/s over the first variant's
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "summary": self.result.summary.to_json(),
                 "throughput_ratio": self.throughput_ratio, "sim": self.result.to_json()}
 
 
-def compare(dep, workload: Workload, config: SimConfig, axes: Sequence[tuple[str, Sequence[str]]],
+def compare(dep: Deployment, workload: Workload, config: SimConfig, axes: Sequence[tuple[str, Sequence[str]]],
             slo: SLO | None = None, progress: Progress | None = None) -> list[Variant]:
     """Every combination of the axes' values (the first axis varies slowest), named `axis=value …`;
     `progress(done, total)` over all the runs together."""
     combos = list(itertools.product(*[[(axis, v) for v in values] for axis, values in axes]))
     size = _run_size(workload)
-    runs = []
+    runs: list[tuple[str, SimResult]] = []
     for i, combo in enumerate(combos):
         cfg, d = config, dep
         for axis, value in combo:
@@ -283,26 +291,40 @@ def compare(dep, workload: Workload, config: SimConfig, axes: Sequence[tuple[str
     return [Variant(n, r, r.summary.output_tokens_per_s / base if base else 0.0) for n, r in runs]
 
 
+class SweepKind(str, Enum):
+    """What a sweep varies: a Poisson rate (requests/s) or a closed loop's concurrency. A str, so it
+    compares, hashes, formats and writes to JSON as its value ("rate", "concurrency")."""
+
+    RATE = "rate"
+    CONCURRENCY = "concurrency"
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+
 @dataclass(frozen=True)
 class Point:
-    kind: str  # rate | concurrency
+    kind: SweepKind
     value: float
     result: SimResult
 
-    def to_json(self) -> dict:
-        return {self.kind: self.value, "summary": self.result.summary.to_json(), "sim": self.result.to_json()}
+    def to_json(self) -> dict[str, Any]:
+        return {self.kind.value: self.value, "summary": self.result.summary.to_json(), "sim": self.result.to_json()}
 
 
-def sweep(dep, workload: Workload, config: SimConfig, *, rates: Sequence[float] = (),
+def sweep(dep: Deployment, workload: Workload, config: SimConfig, *, rates: Sequence[float] = (),
           concurrencies: Sequence[int] = (), slo: SLO | None = None, progress: Progress | None = None) -> list[Point]:
     """One run per rate (Poisson) or per concurrency (closed loop): the latency–throughput curve;
     `progress(done, total)` over all the runs together."""
     if rates and concurrencies:
         raise VazaoError("sweep either rates or concurrencies, not both")
-    levels = [("rate", r, workload.with_overrides(rate=r)) for r in rates]
-    levels += [("concurrency", c, workload.with_overrides(concurrency=c)) for c in concurrencies]
+    levels = [(SweepKind.RATE, r, workload.with_overrides(rate=r)) for r in rates]
+    levels += [(SweepKind.CONCURRENCY, c, workload.with_overrides(concurrency=c)) for c in concurrencies]
     sizes = [_run_size(w) for _, _, w in levels]
-    points = []
+    points: list[Point] = []
     for i, (kind, value, w) in enumerate(levels):
         hook = _request_progress(w, progress, sum(sizes[:i]), sum(sizes))
         points.append(Point(kind, value, _simulate(dep, w, config, slo, hook)))
@@ -316,7 +338,7 @@ class SimRun:
     the settings: `head`). Its JSON is `vazao simulate --json`'s object; the run's columns stay behind
     its results, so a summary or a records file is built from them only when asked for."""
 
-    head: dict
+    head: dict[str, Any]
     result: SimResult | None = None
     variants: tuple[Variant, ...] = ()
     points: tuple[Point, ...] = ()
@@ -328,6 +350,7 @@ class SimRun:
             return self.variants[0].result.summary
         if self.points:
             return self.points[-1].result.summary
+        assert self.result is not None  # a single run: neither variants nor points
         return self.result.summary
 
     @property
@@ -337,15 +360,17 @@ class SimRun:
             return [(v.name, v.result) for v in self.variants]
         if self.points:
             return [(f"{p.kind} {p.value:g}", p.result) for p in self.points]
+        assert self.result is not None  # a single run: neither variants nor points
         return [("", self.result)]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {**self.head, "summary": self.summary.to_json()}
         if self.variants:
             out["variants"] = [v.to_json() for v in self.variants]
         elif self.points:
             out["points"] = [p.to_json() for p in self.points]
         else:
+            assert self.result is not None  # a single run: neither variants nor points
             out["sim"] = self.result.to_json()
         return out
 
@@ -356,9 +381,11 @@ def _swept(rates: Sequence[float], concurrencies: Sequence[int]) -> str:
     return "closed-loop concurrency sweep " + ", ".join(str(c) for c in concurrencies)
 
 
-def describe(dep, workload: Workload, cfg: SimConfig, slo: SLO | None = None, swept: str | None = None) -> dict:
+def describe(dep: Deployment, workload: Workload, cfg: SimConfig, slo: SLO | None = None,
+             swept: str | None = None) -> dict[str, Any]:
     """What every `vazao simulate` output starts with: the deployment, the workload, the settings."""
-    head = {"model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
+    head: dict[str, Any] = {
+            "model": dep.model.name, "gpu": dep.accelerator.id, "count": dep.count, "tp": dep.tp, "pp": dep.pp,
             "format": dep.weight_format.name, "kv_format": dep.kv_format.name, "engine": dep.engine.name,
             "deployment": dep.label(), "workload": workload.name, "workload_description": workload.describe(swept),
             "config": cfg.describe()}
@@ -367,7 +394,7 @@ def describe(dep, workload: Workload, cfg: SimConfig, slo: SLO | None = None, sw
     return head
 
 
-def run_simulation(dep, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None, *,
+def run_simulation(dep: Deployment, workload: Workload, config: SimConfig | None = None, slo: SLO | None = None, *,
                    axes: Sequence[tuple[str, Sequence[str]]] = (), rates: Sequence[float] = (),
                    concurrencies: Sequence[int] = (), progress: Progress | None = None) -> SimRun:
     """`vazao simulate`'s one call: a comparison over `axes`, a sweep over several `rates` or

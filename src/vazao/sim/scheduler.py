@@ -24,7 +24,7 @@ prompts in one step; the batch runs until its longest member finishes.
 
 from __future__ import annotations
 
-from vazao.physics.step import BatchShape, step_cost
+from vazao.physics.step import BatchShape, StepTimer, step_cost
 
 
 class Scheduler:
@@ -43,6 +43,9 @@ class Scheduler:
         self.prefill_first = cfg.prefill_priority and not self.static
         self.cost = step_cost
         self.dep = engine.dep
+        # step_cost's time without its objects, for the simulator's scalar constants (a grid's are arrays)
+        consts = engine.dep.consts
+        self.timer = StepTimer(consts) if StepTimer.usable(consts) else None
         self.memo: dict = {}  # (prefix id, blocks) → (pool.evictions when looked up, block ids)
 
     def _victim(self):
@@ -220,8 +223,11 @@ class Scheduler:
             p_ctx += c
             p_pairs += m * (c + (m + 1) / 2.0)
             p_logits += c + m == seq.target
-        shape = BatchShape(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
-        t = self.cost(self.dep, shape).time_s
+        if self.cost is step_cost and self.timer is not None:
+            t = self.timer.time(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
+        else:
+            shape = BatchShape(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
+            t = self.cost(self.dep, shape).time_s
         if spec is not None:
             pre = BatchShape(p_n, p_new, p_ctx, p_pairs, p_logits) if p_n else None
             t += spec.draft_s(n_dec, ctx_dec, pre)

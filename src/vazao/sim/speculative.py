@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from vazao.physics.memory import kv_bytes_per_token_per_gpu, weights_bytes
 from vazao.physics.step import BatchShape, step_cost
 from vazao.sim.config import SpecConfig
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -34,12 +38,12 @@ def expected_tokens(alpha: float, k: int) -> float:
 class SpecModel:
     """Per-engine speculative state: the deterministic accepted-length pattern and the draft's cost."""
 
-    def __init__(self, spec: SpecConfig, dep):
+    def __init__(self, spec: SpecConfig, dep: Deployment) -> None:
         self.k = spec.k
         self.tokens_per_pass = expected_tokens(spec.alpha, spec.k)
         self.ratio = spec.ratio
         self.dep = dep
-        self.draft = None
+        self.draft: Deployment | None = None
         if spec.draft_model is not None:
             self.draft = replace(dep, model=spec.draft_model, weights_bytes_override=None, support_info=None)
         self._progress = 0.0
@@ -58,7 +62,7 @@ class SpecModel:
             return c.time_s - c.overhead_s
         return self.ratio * step_cost(self.dep, shape).time_s
 
-    def draft_s(self, n_decode: int, ctx_sum: float, prefill: BatchShape | None) -> float:
+    def draft_s(self, n_decode: int, ctx_sum: int, prefill: BatchShape | None) -> float:
         """Draft time of one step: k autoregressive passes over the decoding sequences, plus one
         pass over the prompt chunks so the draft's own KV cache keeps up."""
         t = 0.0

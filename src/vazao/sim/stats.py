@@ -8,12 +8,34 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
-from vazao.results import SLO, GapWindows, RecordColumns, RequestRecord, RunSummary, summarize_columns
+from vazao.results import SLO, FloatArray, GapWindows, RecordColumns, RequestRecord, RunSummary, summarize_columns
+
+if TYPE_CHECKING:
+    from vazao.sim.kv_pool import BlockPool
+    from vazao.sim.sequence import Seq
+
+T = TypeVar("T")
+
+
+class EngineView(Protocol):
+    """What a timeline sample reads of an engine (sim/engine.py): a Protocol, not the class, because
+    engine.py imports this module (through cohort.py) and a type-only import back would close a loop."""
+
+    @property
+    def pool(self) -> BlockPool: ...
+    @property
+    def bs(self) -> int: ...
+    @property
+    def running(self) -> Sized: ...
+    @property
+    def waiting(self) -> Sized: ...
+    def kv_tokens(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -25,12 +47,12 @@ class TimelinePoint:
     waiting: int
     preemptions: int  # cumulative
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 class Stats:
-    def __init__(self, timeline_points: int = 256):
+    def __init__(self, timeline_points: int = 256) -> None:
         self.preemptions = 0
         self.prefill_tokens = 0
         self.cached_tokens = 0
@@ -40,7 +62,7 @@ class Stats:
         self.peak_running = 0
         # Gap tracks: track 0 holds gaps that belong to one request alone (the first decode after a
         # KV transfer or a recompute); each engine owns one more, one entry per decode step.
-        self.tracks: list[array] = [array("d")]
+        self.tracks: list[array[float]] = [array("d")]
         # per request, in completion order
         self.r_id: list[str] = []
         self.r_arrival = array("d")
@@ -75,13 +97,13 @@ class Stats:
         self.tracks.append(array("d"))
         return len(self.tracks) - 1
 
-    def own_gap(self, seq, gap: float) -> None:
+    def own_gap(self, seq: Seq, gap: float) -> None:
         """A gap only `seq` saw (its first token after a KV transfer or a recompute)."""
         own = self.tracks[0]
         own.append(gap)
         add_window(seq, 0, len(own) - 1, len(own))
 
-    def record(self, seq, end_s: float | None, error: str | None = None) -> None:
+    def record(self, seq: Seq, end_s: float | None, error: str | None = None) -> None:
         i = len(self.r_id)
         self.r_id.append(seq.rid)
         self.r_arrival.append(seq.arrival_s)
@@ -110,7 +132,7 @@ class Stats:
             self.r_windows[i] = tuple(w)
         seq.windows = None
 
-    def sample(self, t: float, engines) -> None:
+    def sample(self, t: float, engines: Sequence[EngineView]) -> None:
         used = blocks = tokens = running = waiting = 0
         for e in engines:
             used += e.pool.num_used
@@ -135,7 +157,7 @@ class Stats:
         on each call and not kept: a sweep of many runs holds their columns, not their records."""
         return list(self.iter_records(counted_only))
 
-    def _tracks(self) -> list[np.ndarray]:
+    def _tracks(self) -> list[FloatArray]:
         # views, not copies (a track is millions of steps); a track is never appended to after its run
         return [np.frombuffer(t, dtype=float) if len(t) else np.zeros(0) for t in self.tracks]
 
@@ -183,7 +205,7 @@ class Stats:
         return summarize_columns(self.columns(), slo, self.iter_records)
 
 
-def add_window(seq, track: int, start: int, stop: int) -> None:
+def add_window(seq: Seq, track: int, start: int, stop: int) -> None:
     """Append a window of gaps to a request's list (merged with the last one when contiguous)."""
     if stop <= start:
         return
@@ -196,7 +218,7 @@ def add_window(seq, track: int, start: int, stop: int) -> None:
         w.extend((track, start, stop))
 
 
-def thin(points, n: int) -> list:
+def thin(points: Iterable[T], n: int) -> list[T]:
     """At most n points, evenly spaced through the run, the last one always kept."""
     pts = list(points)
     if len(pts) <= n:

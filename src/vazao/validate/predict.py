@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from vazao.analytic import decode_cost, estimate, offline_point
 from vazao.catalog.formats import get_format, get_kv_format
 from vazao.catalog.local import resolve_accelerator
 from vazao.catalog.models import get_model, load_model
 from vazao.errors import VazaoError
-from vazao.estimate import decode_cost, estimate, offline_point
 from vazao.physics.deployment import make_deployment
 from vazao.physics.profiles import EngineProfile, get_engine
 from vazao.physics.prompt import prompt_prefill

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import NotFoundError, VazaoError
 
 COLUMNS = ("id", "engine", "model", "precision_weights", "gpu", "gpu_count", "tp", "pp", "input_len",
@@ -42,10 +42,6 @@ METRICS = {
     "itl_ms": "inter-token latency (ms)",
     "e2e_latency_ms": "end-to-end latency (ms)",
 }
-MAX_CSV_BYTES = 32 * 2**20  # the shared file is 0.6 MB
-MAX_ROWS = 200_000
-MAX_LEN = 10_000_000  # tokens in a prompt or answer
-MAX_CELL = 4096  # characters in one cell (notes run ~400)
 
 # engine column → engine family of engines.yaml; a wrapper "nim(trtllm)" is its inner engine
 _FAMILIES = {"trtllm": "trtllm", "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "vllm": "vllm",
@@ -174,8 +170,8 @@ def _length(text: str, what: str) -> int:
         v = float(text)
     except ValueError:
         raise VazaoError(f"{what} {text[:40]!r} is not a number") from None
-    if not math.isfinite(v) or v < 0 or v != int(v) or v > MAX_LEN:
-        raise VazaoError(f"{what} must be a whole number of tokens from 0 to {MAX_LEN:,}, got {text[:40]!r}")
+    if not math.isfinite(v) or v < 0 or v != int(v) or v > limits.MAX_CONTEXT:
+        raise VazaoError(f"{what} must be a whole number of tokens from 0 to {limits.MAX_CONTEXT:,}, got {text[:40]!r}")
     return int(v)
 
 
@@ -472,7 +468,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
 def read_rows(path: Path | str, strict: bool = False) -> tuple[list[MeasuredRow], list[Problem]]:
     """Every row of a measurements CSV; lines that cannot be read come back as Problems. strict: a row that
     needs a reading it does not state (MeasuredRow.assumed) is a Problem too."""
-    text = inputs.read_text(path, "measurements CSV", max_bytes=MAX_CSV_BYTES)
+    text = inputs.read_text(path, "measurements CSV", max_bytes=limits.MAX_CSV_BYTES)
     return parse_rows(text, str(path), strict=strict)
 
 
@@ -503,14 +499,14 @@ def parse_rows(text: str, where: str = "measurements CSV",
             continue
         if not cells or all(not c.strip() for c in cells):
             continue
-        if len(rows) + len(problems) >= MAX_ROWS:
-            raise VazaoError(f"{where}: more than {MAX_ROWS:,} rows")
+        if len(rows) + len(problems) >= limits.MAX_ROWS:
+            raise VazaoError(f"{where}: more than {limits.MAX_ROWS:,} rows")
         if len(cells) != len(header):
             problems.append(Problem(line, cells[0][:40] if cells else "",
                                     f"malformed CSV: {len(cells)} cells where the header has {len(header)}"))
             continue
-        if any(len(c) > MAX_CELL for c in cells):
-            problems.append(Problem(line, cells[0][:40], f"a cell longer than {MAX_CELL:,} characters"))
+        if any(len(c) > limits.MAX_CELL for c in cells):
+            problems.append(Problem(line, cells[0][:40], f"a cell longer than {limits.MAX_CELL:,} characters"))
             continue
         d = dict(zip(header, cells, strict=True))
         try:

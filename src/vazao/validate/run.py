@@ -283,7 +283,7 @@ SLICERS: dict[str, Callable[[RowResult], str]] = {
 }
 
 
-def summarize(results: Sequence[RowResult], problems: Sequence[Problem] = ()) -> ValidationReport:
+def validation_report(results: Sequence[RowResult], problems: Sequence[Problem] = ()) -> ValidationReport:
     by: dict[str, dict[str, Slice]] = {}
     for name, key in SLICERS.items():
         groups: dict[str, list[RowResult]] = {}

@@ -11,17 +11,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 from vazao.workload.readers import _check_trace, _read_lengths, _read_trace, _resolve
 from vazao.workload.schema import _ArrivalModel, _DelayModel, _DistModel, _WorkloadModel
 from vazao.workload.types import (
-    MAX_TOKENS,
-    MAX_WORKLOAD_BYTES,
     Arrival,
-    Conversation,
     Delay,
     Dist,
+    MultiTurn,
     Prefix,
     Workload,
 )
@@ -74,7 +72,7 @@ def workload_from_dict(data: Mapping[str, Any], *, name: str = "custom", base: P
         user = _dist(m.conversation.user, base, f"{where}: conversation.user") if m.conversation.user else None
         think = m.conversation.think_time_s
         delay = think.build() if isinstance(think, _DelayModel) else Delay("fixed", mean=float(think))
-        conv = Conversation(turns, user, delay)
+        conv = MultiTurn(turns, user, delay)
     w = Workload(
         name=m.name or name,
         arrival=_arrival(m.arrival, base),
@@ -143,7 +141,7 @@ def load_workload(spec: str, *, requests: int | None = None, rate: float | None 
     fixed = FIXED.fullmatch(spec.strip())
     if fixed:
         n_in, n_out = (int(inputs.number(x, f"workload {spec.strip()}: {what} tokens", minimum=1,
-                                         maximum=MAX_TOKENS, integer=True))
+                                         maximum=limits.MAX_REQUEST_TOKENS, integer=True))
                        for x, what in zip(fixed.groups(), ("prompt", "output"), strict=True))
         w = workload_from_dict({"arrival": {"kind": "poisson", "rate": 1}, "prompt": n_in, "output": n_out,
                                 "requests": 400, "seed": 1}, name=f"fixed:{n_in}/{n_out}",
@@ -153,7 +151,7 @@ def load_workload(spec: str, *, requests: int | None = None, rate: float | None 
     path = Path(spec).expanduser()
     if path.suffix in (".yaml", ".yml") or _exists(path) or "/" in spec:
         what = "workload file"
-        text = inputs.read_text(inputs.input_stream(path, what), what, max_bytes=MAX_WORKLOAD_BYTES)
+        text = inputs.read_text(inputs.input_stream(path, what), what, max_bytes=limits.MAX_WORKLOAD_BYTES)
         where, name, base = f"workload {inputs._show(path.name)}", path.stem[:256], path.parent
     else:
         if spec not in builtin_workloads():

@@ -8,9 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
-from vazao.workload.types import MAX_REQUESTS, MAX_TOKENS
 
 
 def _resolve(name: str, base: Path | None) -> Path:
@@ -39,11 +38,11 @@ def _read_lengths(path: Path, column: str | None, where: str) -> list[int]:
         cells = [(i + 2, r[column]) for i, r in enumerate(rows)]
     else:
         cells = [(i + 1, line.strip()) for i, line in enumerate(text.splitlines()) if line.strip()]
-    if len(cells) > MAX_REQUESTS:
-        raise VazaoError(f"{where}: {shown} holds {len(cells):,} lengths; at most {MAX_REQUESTS:,}")
+    if len(cells) > limits.MAX_REQUESTS:
+        raise VazaoError(f"{where}: {shown} holds {len(cells):,} lengths; at most {limits.MAX_REQUESTS:,}")
     for line_no, cell in cells:
         out.append(int(inputs.number(cell, f"{where}: {shown} line {line_no}: token count", minimum=1,
-                                     maximum=MAX_TOKENS, integer=True)))
+                                     maximum=limits.MAX_REQUEST_TOKENS, integer=True)))
     if not out:
         raise VazaoError(f"{where}: {shown} holds no lengths")
     return out
@@ -67,8 +66,8 @@ def _read_trace(path: Path) -> tuple[list[float], list[int], list[int]]:
     shown = inputs._show(path)
     text = inputs.read_text(inputs.input_stream(path, "trace"), "trace")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if len(lines) > MAX_REQUESTS + 1:
-        raise VazaoError(f"trace {shown}: {len(lines):,} lines; at most {MAX_REQUESTS:,} arrivals")
+    if len(lines) > limits.MAX_REQUESTS + 1:
+        raise VazaoError(f"trace {shown}: {len(lines):,} lines; at most {limits.MAX_REQUESTS:,} arrivals")
     ts: list[float] = []
     prompts: list[int] = []
     outputs: list[int] = []
@@ -81,10 +80,10 @@ def _read_trace(path: Path) -> tuple[list[float], list[int], list[int]]:
             ts.append(_timestamp(row.get("timestamp"), at))
             if row.get("prompt_tokens"):
                 prompts.append(int(inputs.number(row["prompt_tokens"], f"{at}: prompt_tokens", minimum=1,
-                                                 maximum=MAX_TOKENS, integer=True)))
+                                                 maximum=limits.MAX_REQUEST_TOKENS, integer=True)))
             if row.get("output_tokens"):
                 outputs.append(int(inputs.number(row["output_tokens"], f"{at}: output_tokens", minimum=1,
-                                                 maximum=MAX_TOKENS, integer=True)))
+                                                 maximum=limits.MAX_REQUEST_TOKENS, integer=True)))
         if prompts and len(prompts) != len(ts) or outputs and len(outputs) != len(ts):
             raise VazaoError(f"trace {shown}: prompt_tokens/output_tokens must be given on every line or none")
     else:

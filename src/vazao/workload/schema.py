@@ -8,17 +8,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from vazao import limits
 from vazao.workload.types import (
     ARRIVALS,
     DISTS,
-    MAX_CONCURRENCY,
-    MAX_DURATION_S,
-    MAX_PREFIXES,
-    MAX_RATE,
-    MAX_REQUESTS,
-    MAX_SEED,
-    MAX_SIGMA,
-    MAX_TOKENS,
     Delay,
 )
 
@@ -27,8 +20,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
-_TokensF = Annotated[float, Field(ge=0, le=MAX_TOKENS, allow_inf_nan=False)]
+_Tokens = Annotated[int, Field(ge=0, le=limits.MAX_REQUEST_TOKENS)]
+_TokensF = Annotated[float, Field(ge=0, le=limits.MAX_REQUEST_TOKENS, allow_inf_nan=False)]
 
 
 class _DistModel(_Strict):
@@ -39,8 +32,8 @@ class _DistModel(_Strict):
     mean: _TokensF | None = None
     std: _TokensF | None = None
     median: _TokensF | None = None
-    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA, allow_inf_nan=False)] | None = None
-    values: list[_Tokens] | None = Field(None, max_length=MAX_REQUESTS)
+    sigma: Annotated[float, Field(ge=0, le=limits.MAX_SIGMA, allow_inf_nan=False)] | None = None
+    values: list[_Tokens] | None = Field(None, max_length=limits.MAX_REQUESTS)
     file: str | None = Field(None, max_length=4096)
     column: str | None = None
     min: _Tokens = 1
@@ -79,12 +72,12 @@ class _DistModel(_Strict):
 
 class _ArrivalModel(_Strict):
     kind: str
-    rate: Annotated[float, Field(le=MAX_RATE)] | None = None
-    concurrency: Annotated[int, Field(le=MAX_CONCURRENCY)] | None = None
-    size: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
-    interval_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
+    rate: Annotated[float, Field(le=limits.MAX_RATE)] | None = None
+    concurrency: Annotated[int, Field(le=limits.MAX_CONCURRENCY)] | None = None
+    size: Annotated[int, Field(le=limits.MAX_REQUESTS)] | None = None
+    interval_s: Annotated[float, Field(le=limits.MAX_RUN_S, allow_inf_nan=False)] | None = None
     file: str | None = Field(None, max_length=4096)
-    timestamps: list[float] | None = Field(None, max_length=MAX_REQUESTS)
+    timestamps: list[float] | None = Field(None, max_length=limits.MAX_REQUESTS)
 
     @model_validator(mode="after")
     def _check(self) -> _ArrivalModel:
@@ -106,7 +99,7 @@ class _ArrivalModel(_Strict):
 
 class _PrefixModel(_Strict):
     id: str = Field(max_length=256)
-    tokens: Annotated[int, Field(le=MAX_TOKENS)]
+    tokens: Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)]
     share: float = 1.0
 
     @model_validator(mode="after")
@@ -118,7 +111,7 @@ class _PrefixModel(_Strict):
         return self
 
 
-_Seconds = Annotated[float, Field(le=MAX_DURATION_S)]
+_Seconds = Annotated[float, Field(le=limits.MAX_RUN_S)]
 
 
 class _DelayModel(_Strict):
@@ -152,8 +145,8 @@ class _DelayModel(_Strict):
 
 
 class _ConversationModel(_Strict):
-    turns: _DistModel | Annotated[int, Field(le=MAX_REQUESTS)]
-    user: _DistModel | Annotated[int, Field(le=MAX_TOKENS)] | None = None
+    turns: _DistModel | Annotated[int, Field(le=limits.MAX_REQUESTS)]
+    user: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)] | None = None
     think_time_s: _DelayModel | _Seconds = 0.0
 
     @field_validator("think_time_s")
@@ -168,14 +161,14 @@ class _WorkloadModel(_Strict):
     name: str | None = Field(None, max_length=256)
     description: str = Field("", max_length=10_000)
     arrival: _ArrivalModel
-    prompt: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
-    output: _DistModel | Annotated[int, Field(le=MAX_TOKENS)]
-    prefixes: list[_PrefixModel] = Field([], max_length=MAX_PREFIXES)
+    prompt: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)]
+    output: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)]
+    prefixes: list[_PrefixModel] = Field([], max_length=limits.MAX_PREFIXES)
     conversation: _ConversationModel | None = None
-    requests: Annotated[int, Field(le=MAX_REQUESTS)] | None = None
-    duration_s: Annotated[float, Field(le=MAX_DURATION_S, allow_inf_nan=False)] | None = None
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
-    warmup: Annotated[int, Field(le=MAX_REQUESTS)] = 0
+    requests: Annotated[int, Field(le=limits.MAX_REQUESTS)] | None = None
+    duration_s: Annotated[float, Field(le=limits.MAX_RUN_S, allow_inf_nan=False)] | None = None
+    seed: Annotated[int, Field(ge=0, lt=limits.SEED_LIMIT)] = 0
+    warmup: Annotated[int, Field(le=limits.MAX_REQUESTS)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> _WorkloadModel:

@@ -1,6 +1,6 @@
 """The workload's types: length and think-time distributions, arrivals, shared prefixes,
 conversations, one planned request (RequestSpec) and the Workload itself, with the sane maxima
-every workload is checked against. Workload.plan() draws the requests (workload.plan)."""
+every workload is checked against. Workload.specs() draws the requests (workload.plan)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 
 DISTS = ("fixed", "uniform", "normal", "lognormal", "empirical")
@@ -19,15 +19,6 @@ ARRIVALS = ("poisson", "concurrency", "burst", "trace")
 
 # Sane maxima, checked before a plan is drawn: a workload cannot ask a simulation or a bench for
 # 10^12 requests or 10^30-token prompts.
-MAX_REQUESTS = 10_000_000
-MAX_TOKENS = 2**24  # one prompt or answer (16.7M tokens: past every model's context)
-MAX_RATE = 1e6  # sessions per second
-MAX_CONCURRENCY = 1_000_000
-MAX_DURATION_S = 1e7  # ~116 days
-MAX_SEED = 2**63 - 1
-MAX_SIGMA = 10.0  # of log(length): e^10 already spans four orders of magnitude either way
-MAX_PREFIXES = 1_000
-MAX_WORKLOAD_BYTES = 4 * 2**20  # a workload YAML is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -58,7 +49,7 @@ class Dist:
             x = rng.lognormal(mu, self.sigma, size=n)
         else:
             x = rng.choice(np.asarray(self.values, dtype=float), size=n)
-        hi = self.max if self.max is not None else MAX_TOKENS  # a lognormal tail stays inside int64
+        hi = self.max if self.max is not None else limits.MAX_REQUEST_TOKENS  # a lognormal tail stays inside int64
         return np.clip(np.rint(x), self.min, hi).astype(np.int64)
 
     def describe(self) -> str:
@@ -130,7 +121,7 @@ class Delay:
 
 
 @dataclass(frozen=True)
-class Conversation:
+class MultiTurn:
     """Multi-turn sessions: turn t's prompt = prefix + every earlier user message and reply + the new
     user message (drawn from `user`, else from the workload's prompt distribution)."""
 
@@ -164,7 +155,7 @@ class Workload:
     prompt: Dist
     output: Dist
     prefixes: tuple[Prefix, ...] = ()
-    conversation: Conversation | None = None
+    conversation: MultiTurn | None = None
     requests: int | None = None
     duration_s: float | None = None
     seed: int = 0
@@ -195,18 +186,19 @@ class Workload:
         if rate is not None and concurrency is not None:
             raise VazaoError("give either a rate (open loop) or a concurrency (closed loop), not both")
         if rate is not None:
-            rate = inputs.positive(rate, "rate (requests per second)", maximum=MAX_RATE)
+            rate = inputs.positive(rate, "rate (requests per second)", maximum=limits.MAX_RATE)
             w = replace(w, arrival=Arrival("poisson", rate=float(rate)))
         if concurrency is not None:
-            concurrency = _positive_int(concurrency, "concurrency", MAX_CONCURRENCY)
+            concurrency = _positive_int(concurrency, "concurrency", limits.MAX_CONCURRENCY)
             w = replace(w, arrival=Arrival("concurrency", concurrency=int(concurrency)))
         if requests is not None:
-            w = replace(w, requests=_positive_int(requests, "requests", MAX_REQUESTS))
+            w = replace(w, requests=_positive_int(requests, "requests", limits.MAX_REQUESTS))
         if duration_s is not None:
-            duration_s = inputs.positive(duration_s, "duration (seconds)", maximum=MAX_DURATION_S)
+            duration_s = inputs.positive(duration_s, "duration (seconds)", maximum=limits.MAX_RUN_S)
             w = replace(w, duration_s=float(duration_s))
         if seed is not None:
-            w = replace(w, seed=int(inputs.number(seed, "seed", minimum=0, maximum=MAX_SEED, integer=True)))
+            seed = inputs.number(seed, "seed", minimum=0, maximum=limits.SEED_LIMIT - 1, integer=True)
+            w = replace(w, seed=int(seed))
         if w.arrival.kind == "trace" and w.requests is None:
             w = replace(w, requests=len(w.arrival.timestamps))
         _check_size(w)
@@ -233,18 +225,21 @@ class Workload:
             parts.append(f"{self.duration_s:g} s")
         return "; ".join(parts)
 
-    def plan(self) -> list[RequestSpec]:
-        """Every request of the run, deterministic for the seed (see vazao.workload.plan)."""
+    def specs(self) -> list[RequestSpec]:
+        """Every request of the run, deterministic for the seed (see vazao.workload.specs)."""
         if not self.bounded:
             raise VazaoError(f"workload {self.name}: a closed loop with only a duration has no finite "
-                             "plan; set `requests` (or iterate iter_plan())")
-        return list(self.iter_plan())
+                             "plan; set `requests` (or iterate iter_specs())")
+        return list(self.iter_specs())
 
-    def iter_plan(self) -> Iterator[RequestSpec]:
+    def iter_specs(self) -> Iterator[RequestSpec]:
         """The plan as a stream, so that memory stays flat."""
-        from vazao.workload.plan import iter_plan
+        from vazao.workload.specs import iter_specs
 
-        return iter_plan(self)
+        return iter_specs(self)
+
+    # TEMPORARY: the simulator's loop still calls the old name; goes with its next edit
+    iter_plan = iter_specs
 
 
 def _positive_int(value: Any, what: str, maximum: int) -> int:
@@ -252,7 +247,7 @@ def _positive_int(value: Any, what: str, maximum: int) -> int:
 
 
 def _check_size(w: Workload) -> None:
-    """A plan bounded only by its duration must still stay under MAX_REQUESTS sessions."""
+    """A plan bounded only by its duration must still stay under limits.MAX_REQUESTS sessions."""
     if w.requests is not None or w.duration_s is None:
         return
     a = w.arrival
@@ -262,7 +257,7 @@ def _check_size(w: Workload) -> None:
         sessions = a.burst_size * (w.duration_s / a.burst_interval_s + 1)
     else:
         return
-    if sessions > MAX_REQUESTS:
+    if sessions > limits.MAX_REQUESTS:
         raise VazaoError(f"workload {w.name}: {w.duration_s:g} s of {a.describe()} plans about {sessions:,.0f} "
-                         f"sessions, more than {MAX_REQUESTS:,}; set `requests` or a shorter duration")
+                         f"sessions, more than {limits.MAX_REQUESTS:,}; set `requests` or a shorter duration")
 

@@ -38,7 +38,8 @@ from base64 import b64encode
 from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
-from vazao.bench.redact import cut
+from vazao import limits
+from vazao.loadgen.redact import cut
 
 __all__ = ["Abort", "Exchange", "Origin", "Pool", "roundtrip"]
 
@@ -47,7 +48,6 @@ _now = time.perf_counter
 _MAX_HEAD = 64 * 1024
 _MAX_LINE = 8 * 1024  # a chunk-size line or an unfinished trailer longer than this is not HTTP
 _SNIPPET = 4096  # bytes of a non-stream body kept for the error message
-MAX_SSE_LINE = 8 * 2**20  # one server-sent event line; real ones are under a few KiB
 _DNS_TTL_S = 300.0
 _DIGITS = b"0123456789."  # what may differ between two plain content events of one stream
 _IDLE_S = 4.0  # a kept-alive connection idle longer than this is not reused (uvicorn closes at 5 s)
@@ -120,7 +120,7 @@ class Exchange:
                  "complete", "last_read", "got_bytes", "hot", "pre", "pre_len", "tail", "tail_mask",
                  "tail_line", "tail_line_mask", "max_line", "stream", "body_cap")
 
-    def __init__(self, max_tokens: int, chat: bool, keep_text: bool, max_line: int = MAX_SSE_LINE,
+    def __init__(self, max_tokens: int, chat: bool, keep_text: bool, max_line: int = limits.MAX_SSE_LINE_BYTES,
                  stream: bool = True, body_cap: int = _SNIPPET):
         """stream=False: the body is kept (up to body_cap bytes), never parsed as events."""
         self.max_line = max_line

@@ -17,9 +17,9 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from vazao import inputs
-from vazao.bench import control, h1
+from vazao import inputs, limits
 from vazao.errors import VazaoError
+from vazao.loadgen import control, h1
 
 __all__ = ["collect", "fetch", "metrics_delta", "parse_prometheus", "redirect_note", "scrape_metrics",
            "summarize_props"]
@@ -29,7 +29,6 @@ _KEEP_HEADERS = ("server", "x-powered-by", "via", "x-request-id", "openai-model"
 _METRIC_PREFIXES = ("vllm:", "sglang:", "llamacpp:", "tgi_", "fake:")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfINFNaN]+)")
 _FETCH_TIMEOUT_S = 5.0
-MAX_BODY = 8 * 2**20  # /models, /props, /metrics, tokenize answers: far below this
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
@@ -66,15 +65,16 @@ async def fetch(pool: h1.Pool, method: str, url: str, headers: dict, *, json: An
                 redirects: list | None = None) -> tuple[int | None, Any, dict]:
     """(status, body, identifying headers) of one setup request, redirects not followed (a 3xx
     is appended to `redirects` as (url, location) and answers None). The body is parsed JSON
-    when the server says JSON, else text; at most MAX_BODY bytes are read."""
+    when the server says JSON, else text; at most limits.MAX_RESPONSE_BYTES bytes are read."""
     try:
-        reply = await control.call(pool, method, url, headers, json=json, timeout_s=timeout_s, max_body=MAX_BODY)
+        reply = await control.call(pool, method, url, headers, json=json, timeout_s=timeout_s,
+                                   max_body=limits.MAX_RESPONSE_BYTES)
         kept = {k: v for k, v in reply.headers.items() if k in _KEEP_HEADERS}
         if 300 <= reply.status < 400:
             if redirects is not None:
                 redirects.append((url, reply.location or url))
             return reply.status, None, kept
-        if reply.status != 200 or reply.body is None:  # over MAX_BODY: not what these endpoints answer
+        if reply.status != 200 or reply.body is None:  # over limits.MAX_RESPONSE_BYTES: not what these endpoints answer
             return reply.status, None, kept
         text = reply.body.decode("utf-8", "replace")
         if "json" in reply.headers.get("content-type", "") or json is not None:

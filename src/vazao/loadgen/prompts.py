@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vazao import inputs
-from vazao.bench.client import Prompt
+from vazao import inputs, limits
 from vazao.errors import VazaoError
+from vazao.loadgen.client import Prompt
 
 if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type
     from vazao.workload.types import RequestSpec
@@ -102,7 +102,7 @@ class Dataset:
         for n, line in inputs.iter_lines(path, "dataset file"):
             if line is None:
                 raise VazaoError(f"dataset {path}:{n}: not UTF-8 text, or longer than "
-                                 f"{inputs.MAX_LINE_BYTES // 2**20} MiB")
+                                 f"{limits.MAX_LINE_BYTES // 2**20} MiB")
             if not line.strip():
                 continue
             row = inputs.loads_json(line, f"dataset {path}:{n}")

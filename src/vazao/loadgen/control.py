@@ -12,7 +12,7 @@ import json as _json
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from vazao.bench import h1
+from vazao.loadgen import h1
 
 __all__ = ["Reply", "call"]
 

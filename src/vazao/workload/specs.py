@@ -1,7 +1,7 @@
 """A workload is arrivals (Poisson at a rate, a fixed concurrency in closed loop, bursts, a replayed
 trace), prompt and output length distributions, shared prefixes (system prompts used by a share
 of requests) and optional multi-turn conversations whose prompt repeats the previous turn's
-prompt and reply. `Workload.plan()` turns it into RequestSpecs, deterministically for the seed.
+prompt and reply. `Workload.specs()` turns it into RequestSpecs, deterministically for the seed.
 
 Plan order: roots (a single request, or a conversation's first turn) in arrival order, each
 followed at once by its later turns (`after` = the previous turn, `arrival_s` None). Roots of a
@@ -22,7 +22,7 @@ from vazao.workload.types import RequestSpec, Workload
 _BLOCK = 4096  # values drawn per numpy call; part of what makes a plan reproducible
 
 
-def iter_plan(w: Workload) -> Iterator[RequestSpec]:
+def iter_specs(w: Workload) -> Iterator[RequestSpec]:
     """Every request of `w` in plan order, drawn as it is read (memory stays flat)."""
     seeds = np.random.SeedSequence(w.seed).spawn(7)
     arrivals = _stream(np.random.default_rng(seeds[0]), _draw_gap(w))
@@ -110,7 +110,7 @@ def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
     a llama.cpp slot) must cover so that no request is refused."""
     n = max(at_least, w.requests or 0)
     plan = w.with_overrides(requests=n) if w.arrival.kind != "trace" else w
-    return max((r.prompt_tokens + r.output_tokens for r in plan.iter_plan()), default=1)
+    return max((r.prompt_tokens + r.output_tokens for r in plan.iter_specs()), default=1)
 
 
 def round_context(need: int, model_max: int) -> int:

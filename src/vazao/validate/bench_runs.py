@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 from vazao.validate.rows import Condition, MeasuredRow, Problem
-
-MAX_RUN_FILES = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +45,8 @@ def run_files(path: Path | str) -> list[Path]:
     files = sorted(f for f in p.rglob("*.json") if f.is_file())
     if not files:
         raise VazaoError(f"bench runs {p}: no *.json result files in this folder")
-    if len(files) > MAX_RUN_FILES:
-        raise VazaoError(f"bench runs {p}: {len(files):,} JSON files is over the limit of {MAX_RUN_FILES:,}")
+    if len(files) > limits.MAX_RUN_FILES:
+        raise VazaoError(f"bench runs {p}: {len(files):,} JSON files is over the limit of {limits.MAX_RUN_FILES:,}")
     return files
 
 

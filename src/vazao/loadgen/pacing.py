@@ -8,7 +8,7 @@ import collections
 import math
 import time
 
-from vazao.bench import h1
+from vazao.loadgen import h1
 
 __all__ = ["Pacer", "Watchdog"]
 

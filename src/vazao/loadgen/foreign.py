@@ -41,17 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.errors import VazaoError
 from vazao.resultfiles import foreign_tool
 from vazao.results import Latency, RunSummary
 
-__all__ = ["EXPECTED", "MAX_RESULT_BYTES", "ForeignRun", "describe", "guidellm_runs", "read_documents",
+__all__ = ["EXPECTED", "ForeignRun", "describe", "guidellm_runs", "read_documents",
            "read_foreign", "runs_of", "vllm_run"]
 
 # guidellm keeps every request's stats in its report by default: a long run's file reaches hundreds
-# of MB, above inputs.MAX_FILE_BYTES; a quarter GiB still parses in seconds and bounded memory.
-MAX_RESULT_BYTES = 256 * 2**20
+# of MB, above limits.MAX_FILE_BYTES: such files are read up to limits.MAX_RESULT_BYTES.
 EXPECTED = ("a vazao bench result (`vazao bench -o`), guidellm's benchmarks.json "
             "or a `vllm bench serve --save-result` JSON")
 _PCTS = ("p50", "p90", "p95", "p99")
@@ -72,7 +71,7 @@ class ForeignRun:
 def read_documents(path: Path | str, what: str = "bench result") -> list[Any]:
     """The JSON document(s) of a result file: one, or one per line (``vllm bench serve
     --append-result`` writes each run as a line of its own)."""
-    text = inputs.read_text(path, what, max_bytes=MAX_RESULT_BYTES)
+    text = inputs.read_text(path, what, max_bytes=limits.MAX_RESULT_BYTES)
     where = f"{what} {path}"
     try:
         return [inputs.loads_json(text, where)]

@@ -9,11 +9,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from vazao.bench import h1, server_facts
-from vazao.bench.client import API_PATHS, Prompt, StreamClient, error_kind
-from vazao.bench.prompts import Sizing, TextMaker, sizing_from_usage
-from vazao.bench.records import RecordLog
 from vazao.errors import VazaoError
+from vazao.loadgen import h1, server_facts
+from vazao.loadgen.client import API_PATHS, Prompt, StreamClient, error_kind
+from vazao.loadgen.prompts import Sizing, TextMaker, sizing_from_usage
+from vazao.loadgen.records import RecordLog
 from vazao.results import RequestRecord
 
 __all__ = ["BenchRefused", "Preflight", "preflight"]

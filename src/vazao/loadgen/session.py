@@ -14,20 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from vazao import limits
-from vazao.bench import redact, server_facts
-from vazao.bench.client import StreamClient, Target, error_kind, load_tokenizer
-from vazao.bench.load import LevelResult, LoadOptions, find_max, run_level
-from vazao.bench.loop import loop_name
-from vazao.bench.preflight import BenchRefused, Preflight, preflight
-from vazao.bench.progress import LiveProgress
-from vazao.bench.prompts import Dataset, PromptBuilder, TextMaker
-from vazao.bench.records import RecordLog, default_records_path, new_run_id
 from vazao.errors import VazaoError
+from vazao.loadgen import redact, server_facts
+from vazao.loadgen.client import StreamClient, Target, error_kind, load_tokenizer
+from vazao.loadgen.load import LevelResult, LoadOptions, find_max, run_level
+from vazao.loadgen.loop import loop_name
+from vazao.loadgen.preflight import BenchRefused, Preflight, preflight
+from vazao.loadgen.progress import LiveProgress
+from vazao.loadgen.prompts import Dataset, PromptBuilder, TextMaker
+from vazao.loadgen.records import RecordLog, default_records_path, new_run_id
 from vazao.results import SLO, RequestRecord, RunSummary
 
-__all__ = ["FATAL_KINDS", "MAX_REQUESTS", "BenchConfig", "BenchResult", "Outcome", "Verdict", "run_bench"]
+__all__ = ["FATAL_KINDS", "BenchConfig", "BenchResult", "Outcome", "Verdict", "run_bench"]
 
-MAX_REQUESTS = limits.MAX_BENCH_REQUESTS
 # error kinds that say the server cannot serve this run as asked (key, path, streaming,
 # max_tokens): a rerun against the same server fails the same way
 FATAL_KINDS = ("http_401", "http_403", "http_404", "http_405", "not_streaming", "ignored_max_tokens")
@@ -230,10 +229,11 @@ def _plan(cfg: BenchConfig, level: dict[str, Any]):
 
     w = load_workload(cfg.workload, requests=cfg.requests, rate=level.get("rate"),
                       concurrency=level.get("concurrency"), seed=cfg.seed, duration_s=cfg.duration_s)
-    if w.requests is not None and w.requests > MAX_REQUESTS:
-        raise VazaoError(f"workload {w.name}: {w.requests:,} requests is over the limit of {MAX_REQUESTS:,} "
+    if w.requests is not None and w.requests > limits.MAX_BENCH_REQUESTS:
+        raise VazaoError(f"workload {w.name}: {w.requests:,} requests is over the limit of "
+                         f"{limits.MAX_BENCH_REQUESTS:,} "
                          "per level (give duration_s for a long run)", parameter="duration_s")
-    plan = w.iter_plan()  # lazily: memory stays flat, and the first request goes out at once
+    plan = w.iter_specs()  # lazily: memory stays flat, and the first request goes out at once
     warmup = w.warmup if cfg.warmup is None else cfg.warmup
     return w, plan, warmup
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vazao import inputs
-from vazao.bench import h1
-from vazao.bench.pacing import Pacer, Watchdog
-from vazao.bench.redact import cut, header_secrets, redact, url_secrets
+from vazao import inputs, limits
 from vazao.errors import VazaoError
+from vazao.loadgen import h1
+from vazao.loadgen.pacing import Pacer, Watchdog
+from vazao.loadgen.redact import cut, header_secrets, redact, url_secrets
 from vazao.results import RequestRecord
 
 __all__ = ["ERROR_KINDS", "Prompt", "StreamClient", "Target", "check_headers", "error_kind", "load_tokenizer",
@@ -227,7 +227,7 @@ class StreamClient:
 
     def __init__(self, target: Target, *, origin: float | None = None, request_timeout_s: float = 600.0,
                  stall_timeout_s: float = 60.0, connect_timeout_s: float = 10.0,
-                 max_connections: int = 1024, tokenizer=None, max_event_bytes: int = h1.MAX_SSE_LINE):
+                 max_connections: int = 1024, tokenizer=None, max_event_bytes: int = limits.MAX_SSE_LINE_BYTES):
         self.target = target
         self.max_event_bytes = max_event_bytes  # one server-sent event line; longer is an error
         self.origin = time.perf_counter() if origin is None else origin

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from vazao import inputs
-from vazao.bench.redact import redact
 from vazao.errors import VazaoError
+from vazao.loadgen.redact import redact
 from vazao.results import RequestRecord
 
 __all__ = ["RUNS_DIR_ENV", "LogContents", "RecordLog", "default_records_name", "default_records_path",

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from vazao import inputs
-from vazao.bench import foreign
-from vazao.bench.client import error_kind
-from vazao.bench.records import LogContents, read_log, read_runs
 from vazao.errors import VazaoError
+from vazao.loadgen import foreign
+from vazao.loadgen.client import error_kind
+from vazao.loadgen.records import LogContents, read_log, read_runs
 from vazao.resultfiles import foreign_tool, kind_of
 from vazao.results import SLO, RunSummary, summarize
 
@@ -88,7 +88,7 @@ def log_summary(path: Path, slo: SLO | None, run: str | None = None) -> dict[str
 
 
 def summary_of_log(log: LogContents, path: Path, slo: SLO | None) -> dict[str, Any]:
-    from vazao.bench.session import DEFINITIONS
+    from vazao.loadgen.session import DEFINITIONS
 
     if not log.records:
         what = "warm-up requests only" if log.warmup else "no request records"

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vazao.bench.client import Prompt, StreamClient, error_kind
-from vazao.bench.cpu import CpuMonitor, CpuReport
-from vazao.bench.progress import LiveProgress
-from vazao.bench.prompts import PromptBuilder
-from vazao.bench.records import RecordLog
+from vazao.loadgen.client import Prompt, StreamClient, error_kind
+from vazao.loadgen.cpu import CpuMonitor, CpuReport
+from vazao.loadgen.progress import LiveProgress
+from vazao.loadgen.prompts import PromptBuilder
+from vazao.loadgen.records import RecordLog
 from vazao.results import SLO, RequestRecord, RunSummary, summarize
 
 if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type

@@ -6,8 +6,6 @@ the one analytic path that cost and budgets call."""
 from __future__ import annotations
 
 import math
-import sys
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -329,14 +327,3 @@ def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> 
         offloaded=f.offload_bytes_per_gpu > 0,
         max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
     )
-
-
-class _CallableModule(types.ModuleType):
-    """`vazao.estimate(...)` is the function whether or not this module has been imported yet: importing a
-    submodule sets the package's attribute to the module, so the module calls through."""
-
-    def __call__(self, *args, **kwargs):
-        return estimate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
