@@ -23,13 +23,13 @@ from vazao.catalog.formats import get_format
 from vazao.catalog.models import get_model
 from vazao.catalog.prices import get_price
 from vazao.cli import app
-from vazao.cli.app import _clean
 from vazao.cost.conversation import Conversation, bill_conversation
 from vazao.cost.selfhost import analytic_throughput, gpu_rate, selfhost_cost
 from vazao.physics.deployment import make_deployment
 from vazao.physics.memory import fit, weights_bytes
 from vazao.plan.alternatives import what_fits
 from vazao.report.demo_console import headline_lines, print_demo
+from vazao.resultfiles import json_document
 
 runner = CliRunner()
 IN, OUT = 1024, 256
@@ -175,7 +175,7 @@ def test_json_is_the_same_object(demo):
     res = runner.invoke(app, ["demo", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
-    assert d == json.loads(json.dumps(_clean(demo.to_json())))
+    assert d == json.loads(json.dumps(json_document(demo.to_json())))
     assert set(d) == {"input_tokens", "output_tokens", "engine", "headlines", "rows", "misfits", "next_commands",
                       "report_scenario"}
     assert set(d["headlines"]) == {"floor", "cache", "fp8", "crossover"}
@@ -232,7 +232,7 @@ def test_report_is_written_and_self_contained(tmp_path, built):
     est_json = runner.invoke(app, ["estimate", "llama-3.1-70b", "-g", "h100-sxm", "-n", "8", "-f", "bf16", "-e",
                                    "vllm", "-b", ",".join(map(str, D.REPORT_BATCHES)), "--json"])
     assert est_json.exit_code == 0, est_json.output
-    mine = estimate_report(_clean(D.estimate_result(built[1])))
+    mine = estimate_report(json_document(D.estimate_result(built[1])))
     assert mine == estimate_report(json.loads(est_json.stdout))
 
 

@@ -147,12 +147,12 @@ def _without_wall(obj):
 def test_the_json_is_the_library_result(args, kw):
     """The command maps flags to one library call (vazao.sim.run_simulation) and prints its to_json():
     the same object, to the last digit, but for the wall-clock timings."""
-    from vazao.cli.app import _clean
     from vazao.physics.deployment import make_deployment
+    from vazao.resultfiles import json_document
     from vazao.sim import SimConfig, run_simulation
     from vazao.workload import load_workload
 
     d = run_json("--workload", "chat", "--requests", "150", "--seed", "3", *args)
     dep = make_deployment("llama-3.1-8b", "h100-sxm", None, None)
     lib = run_simulation(dep, load_workload("chat", requests=150, seed=3), SimConfig.from_engine(dep.engine), **kw)
-    assert _without_wall(d) == _without_wall(_clean(lib))
+    assert _without_wall(d) == _without_wall(json_document(lib))

@@ -1,13 +1,30 @@
 """What a result document is, from its shape alone: one of vazao's own results (simulate, bench, validate,
 plan, estimate, fit, cost breakeven …) or another tool's benchmark (guidellm, vllm bench serve).
 
-Here, below both bench and report, because both must recognise a file: bench to read runs and to name a
+json_document is the one JSON form of any typed result (what --json prints, what report builders read).
+
+Here, below both loadgen and report, because both must recognise a file: bench to read runs and to name a
 wrong file in its error, report to pick an adapter. Neither may import the other for it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
+
+
+def json_document(obj: Any) -> Any:
+    """The one JSON form of a result, as files hold it and reports read it: each typed result by its
+    to_json(), tuples as lists, keys as strings, inf and nan as null (JSON has neither)."""
+    if isinstance(obj, float):
+        return None if (math.isinf(obj) or math.isnan(obj)) else obj
+    if isinstance(obj, Mapping):
+        return {str(k): json_document(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_document(v) for v in obj]
+    if hasattr(obj, "to_json"):
+        return json_document(obj.to_json())
+    return obj
 
 
 def kind_of(data: Any) -> str:

@@ -123,10 +123,9 @@ def validate_cmd(
         render_validation(console, rep, worst)
         _print_assumed(rep)
     if plot is not None:
-        from vazao.cli.app import _clean
         from vazao.report.reports import validation_report
 
-        write_plot(validation_report(_clean(rep.to_json())), plot, json_out=json_out, quiet=quiet)
+        write_plot(validation_report(rep), plot, json_out=json_out, quiet=quiet)
 
 
 def _print_assumed(rep) -> None:

@@ -7,7 +7,6 @@ import csv
 import importlib
 import io
 import json
-import math
 import os
 import re
 import sys
@@ -24,6 +23,7 @@ from typer.core import TyperGroup
 from vazao import limits
 from vazao.errors import VazaoError
 from vazao.inputs import OutputExists, number, number_list
+from vazao.resultfiles import json_document
 
 # Set per invocation by _Group.main: whether `--json` or `--csv` was asked for, whether a result
 # object is already on stdout (then an error goes to stderr only, so stdout stays one JSON object),
@@ -341,21 +341,8 @@ app = typer.Typer(
 )
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe: inf/nan become null, tuples lists, dataclasses their to_json()."""
-    if isinstance(obj, float):
-        return None if (math.isinf(obj) or math.isnan(obj)) else obj
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "to_json"):
-        return _clean(obj.to_json())
-    return obj
-
-
 def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(_clean(obj), indent=2) + "\n")
+    sys.stdout.write(json.dumps(json_document(obj), indent=2) + "\n")
     sys.stdout.flush()
     _state["emitted"] = True
 

@@ -14,8 +14,9 @@ import typer
 from rich.markup import escape
 
 from vazao import inputs, limits
-from vazao.cli.app import JSON, QUIET, _clean, app, console, emit_json, err_console, error_text, fail, report_error
+from vazao.cli.app import JSON, QUIET, app, console, emit_json, err_console, error_text, fail, report_error
 from vazao.errors import VazaoError
+from vazao.resultfiles import json_document
 from vazao.units import parse_duration
 
 if TYPE_CHECKING:
@@ -273,7 +274,7 @@ def _finish(cfg: BenchConfig, result: BenchResult, out_path: Path | None, signum
     if not result.records_kept and verdict.exit_code == 2:  # nothing reached the server: no files, the reason
         _report_verdict(verdict)
         raise typer.Exit(2)
-    data = redact.redact_obj(_clean(result.to_json()))
+    data = redact.redact_obj(json_document(result.to_json()))
     if out_path is not None:
         inputs.write_text(out_path, json.dumps(data, indent=2) + "\n", "result file (-o)")
     written = _write_reports(data, reports or {}, cfg.records_path)

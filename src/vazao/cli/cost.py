@@ -382,10 +382,9 @@ def cost_breakeven_cmd(
 
             print_lines(console, R.at_traffic_lines(list(answer.at_traffic), rps))
     if plot is not None:
-        from vazao.cli.app import _clean
         from vazao.report.small_reports import breakeven_report
 
-        write_plot(breakeven_report(_clean(result)), plot, json_out=json_out, quiet=quiet)
+        write_plot(breakeven_report(answer), plot, json_out=json_out, quiet=quiet)
 
 
 @cost_app.command("train")

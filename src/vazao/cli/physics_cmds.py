@@ -59,10 +59,9 @@ def fit_cmd(
                                            "nothing up to 8 GPUs of this kind, in this format or a narrower one"),
                           highlight=False)
     if plot is not None:
-        from vazao.cli.app import _clean
         from vazao.report.small_reports import fit_report
 
-        write_plot(fit_report(_clean(result)), plot, json_out=json_out, quiet=quiet)
+        write_plot(fit_report(result), plot, json_out=json_out, quiet=quiet)
 
 
 @app.command("estimate")
@@ -95,10 +94,9 @@ def estimate_cmd(
         console.print(estimate_table(est))
         print_lines(console, estimate_footer(est))
     if plot is not None:
-        from vazao.cli.app import _clean
         from vazao.report.estimate_report import estimate_report
 
-        write_plot(estimate_report(_clean(result), dep.accelerator), plot, json_out=json_out, quiet=quiet)
+        write_plot(estimate_report(result, dep.accelerator), plot, json_out=json_out, quiet=quiet)
 
 
 @app.command("demo")
@@ -133,12 +131,12 @@ def demo_cmd(
 
 def _write_demo_report(path: Path, est, quiet: bool) -> None:
     from vazao import inputs
-    from vazao.cli.app import _clean, err_console
+    from vazao.cli.app import err_console
     from vazao.demo import estimate_result
     from vazao.report.estimate_report import estimate_report
     from vazao.report.html import render_report
 
-    rep = estimate_report(_clean(estimate_result(est)))  # the JSON `vazao estimate --json` prints
+    rep = estimate_report(estimate_result(est))  # the JSON `vazao estimate --json` prints
     inputs.write_text(path, render_report(rep), "--report")
     (err_console if quiet else console).print(f"\nwrote {path}: the HTML report of {rep.title} (opens offline)",
                                              highlight=False)

@@ -148,11 +148,10 @@ def plan_cmd(
 
 def _plot(result, plot: Path | None, json_out: bool, quiet: bool) -> None:
     if plot is not None and result.candidates:
-        from vazao.cli.app import _clean
         from vazao.plan.output import plan_json
         from vazao.report.plan_report import plan_report
 
-        write_plot(plan_report(_clean(plan_json(result))), plot, json_out=json_out, quiet=quiet)
+        write_plot(plan_report(plan_json(result)), plot, json_out=json_out, quiet=quiet)
 
 
 def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool, plot: Path | None = None,

@@ -161,10 +161,9 @@ def simulate_cmd(
     if records is not None:
         _write_records(records, [r for _, r in run.named])
     if plot is not None:
-        from vazao.cli.app import _clean
         from vazao.report.reports import simulation_report
 
-        write_plot(simulation_report(_clean(run)), plot, json_out=json_out, quiet=quiet)
+        write_plot(simulation_report(run), plot, json_out=json_out, quiet=quiet)
 
 
 def _sim_config(dep, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:

@@ -3,20 +3,21 @@ per GPU (weights, reserve, KV cache, what the engine's cap leaves)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from vazao.report import adapters as ad
 from vazao.report.model import Report, Table
 from vazao.report.reports import _ms, _num, _text
+from vazao.resultfiles import json_document
 
 _FACTS = ("model", "gpu", "count", "tp", "pp", "format", "kv_format", "engine", "ideal", "input_tokens",
           "output_tokens", "format_status", "profile", "catalog_versions")
 
 
-def estimate_report(data: Mapping[str, Any], accelerator: Any | None = None) -> Report:
+def estimate_report(data: Any, accelerator: Any | None = None) -> Report:
     """`accelerator` is the catalog entry of data['gpu'] (looked up when not given): the roofline's
     ceilings are its bandwidth and dense peaks."""
+    data = json_document(data)  # a typed result or its JSON (a file read back)
     if accelerator is None:
         from vazao.catalog.hardware import get_accelerator
 

@@ -10,6 +10,7 @@ from typing import Any
 from vazao.report import adapters as ad
 from vazao.report.model import CurvePoint, ParetoPoint, Report, Table
 from vazao.report.reports import _ms, _num, _text
+from vazao.resultfiles import json_document
 
 _KEY = ("model", "format", "kv_format", "gpu", "count", "replicas", "tp", "pp", "engine", "max_batch")
 COLUMNS = ("#", "model", "format", "KV", "GPUs", "replicas × tp × pp", "engine", "max batch", "$/Mtok",
@@ -163,7 +164,8 @@ def plan_cost(data: Mapping[str, Any]):
     return points, be
 
 
-def plan_report(data: Mapping[str, Any]) -> Report:
+def plan_report(data: Any) -> Report:
+    data = json_document(data)  # a typed result or its JSON (a file read back)
     cands = data.get("candidates") or []
     win = data.get("winner")
     throughput = (data.get("inputs") or {}).get("objective") == "throughput"

@@ -10,6 +10,7 @@ from typing import Any
 
 from vazao.report import adapters as ad
 from vazao.report.model import LatencySample, Report, Table
+from vazao.resultfiles import json_document
 
 _LAT = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
 
@@ -63,7 +64,8 @@ _SIM_FACTS = ("model", "gpu", "count", "tp", "pp", "format", "kv_format", "engin
               "workload_description", "config", "slo", "profile", "calibration", "catalog_versions")
 
 
-def simulation_report(data: Mapping[str, Any]) -> Report:
+def simulation_report(data: Any) -> Report:
+    data = json_document(data)  # a typed result or its JSON (a file read back)
     curve, axis = ad.curve_points(data)
     sim = data.get("sim") or {}
     stats = [(k, _text(sim.get(k))) for k in ("completed", "preemptions", "cache_hit_share", "mean_batch",
@@ -97,7 +99,8 @@ _RUN_FACTS = ("url", "model", "api", "workload", "workload_description", "worklo
               "records", "stopped")
 
 
-def bench_report(data: Mapping[str, Any], base: Path | None = None) -> Report:
+def bench_report(data: Any, base: Path | None = None) -> Report:
+    data = json_document(data)  # a typed result or its JSON (a file read back)
     curve, axis = ad.curve_points(data)
     run = data.get("run") or {}
     server = data.get("server") or {}
@@ -111,8 +114,10 @@ def bench_report(data: Mapping[str, Any], base: Path | None = None) -> Report:
                   latencies=tuple(run_latencies(data, base)))
 
 
-def comparison_report(run: Mapping[str, Any], sim: Mapping[str, Any], base: Path | None = None) -> Report:
+def comparison_report(run: Any, sim: Any, base: Path | None = None) -> Report:
     """Measured and predicted side by side: one table, the same axes."""
+    run = json_document(run)  # a typed result or its JSON (a file read back)
+    sim = json_document(sim)  # a typed result or its JSON (a file read back)
     measured, predicted = bench_report(run, base), simulation_report(sim)
     m_rows, p_rows = summary_rows(run["summary"]), dict(summary_rows(sim["summary"]))
     table = Table("Measured and predicted", ("metric", "measured", "predicted"),
@@ -132,7 +137,8 @@ def _slice_rows(by: Mapping[str, Any], slice_name: str) -> list[tuple[str, ...]]
              _num(100 * (v.get("band_coverage") or 0), ".0f")) for k, v in by.items()]
 
 
-def validation_report(data: Mapping[str, Any]) -> Report:
+def validation_report(data: Any) -> Report:
+    data = json_document(data)  # a typed result or its JSON (a file read back)
     s = data["summary"]
     rows = [r for key, v in s.items() if key.startswith("by_") and isinstance(v, Mapping)
             for r in _slice_rows(v, key[3:].replace("_", " "))]
