@@ -110,8 +110,8 @@ def predict_one(row: MeasuredRow, profile_path: str | None, overrides_key: tuple
     prof = get_engine(row.family, _profiles(profile_path, overrides_key))
     b = band(prof, band_key(p.regime, row.metric), p.value, version=row.version, generation=generation_of(row),
              weight_format=row.weights.lower(), model_family=family_of(row))
-    return RowResult(row, p.value, p.regime, p.detail, p.kv, band=(b[0], b[1]) if b else None,
-                     band_note=b[2] if b else "")
+    return RowResult(row, p.value, p.regime, p.detail, p.kv, band=(b.low, b.high) if b else None,
+                     band_note=b.note if b else "")
 
 
 def _chunk(rows: Sequence[MeasuredRow], path: str | None, key: tuple, sim_requests: int) -> list[RowResult]:
