@@ -84,7 +84,7 @@ def test_a_gpu_count_the_shape_does_not_divide_is_pruned():
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--traffic", "0/s"], "traffic (requests per second) must be greater than 0"),
+    (["--traffic", "0/s"], "--traffic must be greater than 0"),
     (["--objective", "throughput"], "--objective throughput needs --gpu-count"),
     (["--objective", "speed"], "plan objective 'speed'"),
     (["-w", "fixed:500/1", "--slo", "tpot_p95=50ms"], "answers with one token"),

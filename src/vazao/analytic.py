@@ -9,11 +9,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vazao.bands import deployment_band
+from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.memory import Fit, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
+from vazao.resultfiles import from_document
 
 CROSSOVER_SEARCH_LIMIT = 1 << 20
 
@@ -42,6 +43,12 @@ class EstimateRow:
         d["prefill"] = self.prefill.to_json()
         return d
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> EstimateRow:
+        # the bands are stored as bands.Band: from_document reads a bare `tuple` as a plain tuple
+        bands = {k: Band.from_json(d[k]) for k in ("tokens_per_s_band", "ttft_band") if d.get(k) is not None}
+        return from_document(cls, d, **bands)
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -65,6 +72,13 @@ class Estimate:
         d["rows"] = [r.to_json() for r in self.rows]
         d["fit"] = self.fit.to_json()
         return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Estimate:
+        """An estimate from its JSON, or from `vazao estimate --json`'s document (demo.estimate_result:
+        the deployment's keys beside it, ignored)."""
+        band = d.get("max_load_band")
+        return from_document(cls, d, **({"max_load_band": Band.from_json(band)} if band is not None else {}))
 
 
 def _check_lengths(**values: int) -> None:

@@ -36,6 +36,22 @@ class Band(NamedTuple):
     def to_json(self, unit: str = "s") -> dict[str, Any]:
         return {f"low_{unit}": self.low, f"high_{unit}": self.high, "note": self.note}
 
+    @classmethod
+    def from_json(cls, d: Any) -> Band:
+        """A band from either JSON form: the list [low, high, note] a tuple is written as (a simulation's
+        bands), or to_json's {low_<unit>, high_<unit>, note} (a plan's), whatever the unit."""
+        if isinstance(d, Mapping):
+            low = next(v for k, v in d.items() if k.startswith("low_"))
+            high = next(v for k, v in d.items() if k.startswith("high_"))
+            return cls(_edge(low, -math.inf), _edge(high, math.inf), d.get("note", ""))
+        low, high, *note = d
+        return cls(_edge(low, -math.inf), _edge(high, math.inf), *note)
+
+
+def _edge(v: float | None, unbounded: float) -> float:
+    """A band edge read back: null is the infinite edge json_document could not write."""
+    return unbounded if v is None else float(v)
+
 
 def band_key(regime: str, metric: str) -> str:
     """Residuals are kept per regime, latencies apart from speeds (they err in opposite directions), and the

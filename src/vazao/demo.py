@@ -8,10 +8,12 @@ the cached system prompt), seed 003's FP8 on an RTX 3060 (Ampere: emulated) agai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
 from vazao.catalog.prices import share_str, usd_str
+from vazao.resultfiles import from_document
 
 MODELS = ("llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b")
 GPUS = ("rtx-4090", "l40s", "a100-sxm-80gb", "h100-sxm")
@@ -62,6 +64,10 @@ class CacheAnswer:
         return {**self.__dict__, "uncached_usd": usd_str(self.uncached_usd), "cached_usd": usd_str(self.cached_usd),
                 "saving_share": share_str(self.saving_share)}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> CacheAnswer:
+        return from_document(cls, d)
+
 
 @dataclass(frozen=True)
 class FormatOnGpu:
@@ -84,6 +90,10 @@ class FormatAnswer:
 
     def to_json(self) -> dict:
         return {**self.__dict__, "gpus": [g.__dict__ for g in self.gpus]}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> FormatAnswer:
+        return from_document(cls, d)
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,10 @@ class Headlines:
         return {"floor": self.floor.__dict__, "cache": self.cache.to_json(), "fp8": self.fp8.to_json(),
                 "crossover": self.crossover.__dict__}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> Headlines:
+        return from_document(cls, d)
+
 
 @dataclass(frozen=True)
 class FitRow:
@@ -130,6 +144,10 @@ class FitRow:
         return {**self.__dict__, "usd_per_gpu_hour": usd_str(self.usd_per_gpu_hour),
                 "usd_per_mtok": _usd(self.usd_per_mtok)}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> FitRow:
+        return from_document(cls, d)
+
 
 @dataclass(frozen=True)
 class Misfit:
@@ -144,6 +162,11 @@ class Misfit:
     def to_json(self) -> dict:
         return {"model": self.model, "format": self.format, "max_gpus": self.max_gpus,
                 "needs": [{"gpu": g, "count": n} for g, n in self.needs], "unsupported": list(self.unsupported)}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Misfit:
+        return cls(d["model"], d["format"], tuple((n["gpu"], n["count"]) for n in d["needs"]),
+                   tuple(d["unsupported"]), d["max_gpus"])
 
 
 @dataclass(frozen=True)
@@ -168,6 +191,11 @@ class Demo:
                 "headlines": self.headlines.to_json(), "rows": [r.to_json() for r in self.rows],
                 "misfits": [m.to_json() for m in self.misfits],
                 "next_commands": [c.__dict__ for c in self.next_commands], "report_scenario": self.report_scenario}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Demo:
+        """`vazao demo --json`'s document read back."""
+        return from_document(cls, d)
 
 
 def node_deployment(ideal: bool = False):

@@ -1,16 +1,25 @@
 """What a result document is, from its shape alone: one of vazao's own results (simulate, bench, validate,
 plan, estimate, fit, cost breakeven …) or another tool's benchmark (guidellm, vllm bench serve).
 
-json_document is the one JSON form of any typed result (what --json prints, what report builders read).
+json_document is the one JSON form of any typed result (what --json prints, what report builders read);
+from_document rebuilds a typed result from it (each result type's from_json calls it).
 
 Here, below both loadgen and report, because both must recognise a file: bench to read runs and to name a
 wrong file in its error, report to pick an adapter. Neither may import the other for it."""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
-from collections.abc import Mapping
-from typing import Any
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def json_document(obj: Any) -> Any:
@@ -25,6 +34,97 @@ def json_document(obj: Any) -> Any:
     if hasattr(obj, "to_json"):
         return json_document(obj.to_json())
     return obj
+
+
+def from_document(cls: type[T], data: Mapping[str, Any], /, **given: Any) -> T:
+    """The frozen dataclass `cls` rebuilt from its JSON (json_document's form), field by field, by the
+    field's type: nested dataclasses (their own from_json when they have one, which is how a type whose
+    JSON is not its fields takes part), tuple[X, ...], list, Mapping/dict, X | None, Decimal (JSON holds
+    money as text), str-Enums, NamedTuples (a JSON list) and float (null: the inf or nan json_document
+    wrote as null; the field's own float default when it has one, else inf). Keys that are not fields
+    (derived figures to_json adds: a total, a verdict) are ignored; a field missing from `data` takes
+    its default. `given` supplies fields the JSON holds elsewhere (a parent's summary) or not at all.
+
+    Here, with no vazao imports, so every layer's result types can use it."""
+    hints = _field_types(cls)
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass type
+        if not f.init:
+            continue
+        if f.name in given:
+            kw[f.name] = given[f.name]
+        elif f.name in data:
+            kw[f.name] = _value(hints.get(f.name, Any), data[f.name], f.default)
+    return cls(**kw)
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    """The resolved types of cls's fields. A name imported only under TYPE_CHECKING cannot be resolved:
+    get_type_hints then fails for the whole class, so such a field is read as Any (its JSON as is)."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        pass
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        module = vars(sys.modules.get(klass.__module__, types.ModuleType("?")))
+        for name, ann in vars(klass).get("__annotations__", {}).items():
+            try:
+                out[name] = eval(ann, module, dict(vars(klass))) if isinstance(ann, str) else ann  # noqa: S307
+            except NameError:
+                out[name] = Any
+    return out
+
+
+def _value(tp: Any, v: Any, default: Any = dataclasses.MISSING) -> Any:
+    """One JSON value as the type `tp` holds it."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if v is None and type(None) in args:
+            return None
+        members = [a for a in args if a is not type(None)]
+        return _value(members[0], v, default) if len(members) == 1 else v
+    if v is None:
+        if tp is float:  # json_document writes inf and nan as null; a float field's default says which
+            return default if isinstance(default, float) else math.inf
+        return None
+    if tp is Any or isinstance(tp, TypeVar):
+        return v
+    if origin is not None:
+        if origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return tuple(_value(args[0], x) for x in v)
+            if args and args != ((),):
+                return tuple(_value(a, x) for a, x in zip(args, v, strict=True))
+            return tuple(v)
+        if origin is list:
+            return [_value(args[0] if args else Any, x) for x in v]
+        if isinstance(origin, type) and issubclass(origin, Mapping):
+            key, val = args if len(args) == 2 else (Any, Any)
+            return {_value(key, k): _value(val, x) for k, x in v.items()}
+        if origin is Sequence:  # a Sequence field (RequestRecord.itl_s) holds a tuple
+            return tuple(_value(args[0] if args else Any, x) for x in v)
+        return v
+    if not isinstance(tp, type):
+        return v
+    if hasattr(tp, "from_json"):
+        return tp.from_json(v)
+    if dataclasses.is_dataclass(tp):
+        return from_document(tp, v)
+    if issubclass(tp, enum.Enum):
+        return tp(v)
+    if issubclass(tp, tuple) and hasattr(tp, "_fields"):  # a NamedTuple: JSON writes it as a list
+        hints = typing.get_type_hints(tp)
+        return tp(*(_value(hints.get(n, Any), x) for n, x in zip(tp._fields, v, strict=False)))
+    if tp is tuple:
+        return tuple(v)
+    if tp is Decimal:
+        return Decimal(str(v))
+    if tp is float:
+        return float(v)
+    if tp is int and isinstance(v, str):
+        return int(v)
+    return v
 
 
 def kind_of(data: Any) -> str:

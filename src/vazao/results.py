@@ -273,6 +273,10 @@ class SLO:
         return True
 
 
+# The latencies a RunSummary holds, as every summary table names them (console, HTML, a comparison of runs).
+LATENCIES = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
+
+
 @dataclass(frozen=True)
 class RunSummary:
     requests: int

@@ -12,6 +12,7 @@ from vazao.budget.spec import Budget, TaskBudget
 from vazao.catalog.prices import usd_str
 from vazao.cost.ledger import Charge, TokenLedger, price_request
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 from vazao.results import RunSummary
 from vazao.units import fmt_seconds
 
@@ -28,6 +29,10 @@ class BudgetCheck:
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> BudgetCheck:
+        return from_document(cls, d)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,11 @@ class TaskResult:
             "latency_source": self.latency_source,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> TaskResult:
+        """The charge is under "usd"; pass and misses are derived from the checks."""
+        return from_document(cls, d, charge=Charge.from_json(d["usd"]))
+
 
 @dataclass(frozen=True)
 class BudgetResult:
@@ -76,6 +86,10 @@ class BudgetResult:
 
     def to_json(self) -> dict:
         return {"pass": self.passed, "tasks": [t.to_json() for t in self.tasks], "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> BudgetResult:
+        return from_document(cls, d)
 
 
 def _usd(d: Decimal) -> str:

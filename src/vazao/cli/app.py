@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 import typer._click as _click  # typer vendors its own click: its exceptions are these, not click's
+import typer._click.globals  # noqa: F401  (get_current_context: error_text inside a command)
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -354,6 +355,9 @@ PARAMETER_OPTION = {"table": "price", "cache_ttl": "cache", "duration_s": "durat
 def _leaf_command(exc: BaseException):
     """The click command that was running when `exc` was raised: the innermost frame of its traceback
     holding a click Context (the command's own invoke), else None (raised outside any command)."""
+    running = _click.globals.get_current_context(silent=True)  # error_text called inside the command
+    if running is not None:
+        return running.command
     found = None
     tb = exc.__traceback__
     while tb is not None:

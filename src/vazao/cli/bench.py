@@ -375,12 +375,9 @@ def summarize_cmd(
     from vazao.loadgen import runs as runs_mod
     from vazao.results import SLO
 
-    try:
-        limits = SLO.parse(slo) if slo else None
-        inputs.input_file(records, "records file", allow_special=True)
-        data = runs_mod.log_summary(records, limits, run)
-    except VazaoError as exc:
-        fail(str(exc))
+    limits = SLO.parse(slo) if slo else None
+    inputs.input_file(records, "records file", allow_special=True)
+    data = runs_mod.log_summary(records, limits, run)
     _show_log(data, records, limits, json_out)
 
 
@@ -409,18 +406,15 @@ def compare_cmd(
     from vazao.report.bench_console import compare_table
     from vazao.results import SLO
 
-    try:
-        limits = SLO.parse(slo) if slo else None
-        cols: list[Column] = []
-        for p in runs:
-            cols.extend(load_columns(p, limits, list(run or [])))
-        if simulate:
-            if not gpu or not model:
-                raise VazaoError("--simulate needs --gpu and --model (the deployment to predict for)")
-            cols.append(simulate_like(cols[0].data, gpu=gpu, model=model, engine=engine, fmt=fmt,
-                                      count=count, slo=limits))
-    except VazaoError as exc:
-        fail(str(exc))
+    limits = SLO.parse(slo) if slo else None
+    cols: list[Column] = []
+    for p in runs:
+        cols.extend(load_columns(p, limits, list(run or [])))
+    if simulate:
+        if not gpu or not model:
+            raise VazaoError("--simulate needs --gpu and --model (the deployment to predict for)")
+        cols.append(simulate_like(cols[0].data, gpu=gpu, model=model, engine=engine, fmt=fmt,
+                                  count=count, slo=limits))
     if json_out:
         emit_json({"runs": [{"name": c.name, "tool": c.data.get("tool", "vazao"), "summary": c.summary,
                              **({"level": c.data["level"], "notes": c.data["notes"]} if c.data.get("foreign")

@@ -11,7 +11,7 @@ prompt caching of its shared prefixes when asked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -19,6 +19,7 @@ from vazao.catalog.prices import PriceTable, share_str, usd_str
 from vazao.cost.ledger import Bill, Line, TokenLedger, line, make_bill
 from vazao.cost.selfhost import SelfHostCost, to_decimal
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 DAY_S = 86_400
 
@@ -92,6 +93,10 @@ class BreakEven:
             "selfhost_saving_at_capacity_per_day": usd_str(self.selfhost_saving_at_capacity_per_day),
             "verdict": self.verdict,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> BreakEven:
+        return from_document(cls, d)  # the verdict is derived: read back from the rest
 
 
 def break_even(cost: SelfHostCost, gpu: str, api_price: str, api_usd_per_request: Decimal,

@@ -213,6 +213,12 @@ class Check:
         return {"key": self.key, "value_s": self.value, "pessimistic_s": self.edge, "limit_s": self.limit,
                 "judged_by": self.judge, "judged_s": self.judged, "met": self.met}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> Check:
+        """Renamed keys (value_s, pessimistic_s, limit_s, judged_by); judged_s and met are derived."""
+        return cls(d["key"], d["value_s"], d["pessimistic_s"], math.inf if d["limit_s"] is None else d["limit_s"],
+                   d.get("judged_by", "band"))
+
 
 # an SLO term's latency metric as the validator names it (its band's residuals)
 _METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e": "e2e_latency_ms"}

@@ -9,12 +9,14 @@ cache TTL, as the seed assumes; reasoning tokens are billed but not re-sent as h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from vazao.catalog.prices import PriceTable, share_str, usd_str
 from vazao.cost.ledger import Bill, TokenLedger, line, make_bill
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class Lever:
     def to_json(self) -> dict:
         return {"name": self.name, "total_usd": usd_str(self.total_usd),
                 "saving_usd": usd_str(self.saving_usd), "saving_share": share_str(self.saving_share)}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Lever:
+        return from_document(cls, d)
 
 
 def _third_off(n: int) -> int:

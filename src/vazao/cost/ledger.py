@@ -6,12 +6,13 @@ output (seed 004_9706bef9153e5571.txt). Dollars are Decimal and exact: tokens ×
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from vazao.catalog.prices import MTOK, PriceTable, share_str, usd_str
+from vazao.catalog.prices import MTOK, PriceTable, get_price, share_str, usd_str
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 CATEGORIES = ("new_input", "cache_read", "cache_write", "output", "reasoning")
 
@@ -52,6 +53,10 @@ class TokenLedger:
     def to_json(self) -> dict:
         return {c: getattr(self, c) for c in CATEGORIES}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> TokenLedger:
+        return from_document(cls, d)
+
 
 @dataclass(frozen=True)
 class Charge:
@@ -85,6 +90,10 @@ class Charge:
     def to_json(self) -> dict:
         """Dollars per category; 'output' is the visible answer, 'reasoning' the thinking tokens."""
         return {c: usd_str(getattr(self, c)) for c in CATEGORIES}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Charge:
+        return from_document(cls, d)
 
 
 def price_request(table: PriceTable, ledger: TokenLedger, batch: bool = False,
@@ -131,6 +140,12 @@ class Line:
             "total_usd": usd_str(self.total_usd),
             "long_context_tier_above": self.tier_above_tokens or None,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Line:
+        """The tokens are flat beside the label, the dollars under "usd"; the totals are derived."""
+        return cls(d["label"], d["requests"], TokenLedger.from_json(d), Charge.from_json(d["usd"]),
+                   d.get("long_context_tier_above") or 0)
 
 
 def line(table: PriceTable, label: str, ledger: TokenLedger, count: int = 1, batch: bool = False,
@@ -194,6 +209,19 @@ class Bill:
             "lines": [ln.to_json() for ln in self.lines],
             "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping, table: PriceTable | None = None) -> Bill:
+        """The bill's lines from its JSON; its totals are derived from them. The JSON names its price
+        table (id and date) without the rates: `table` when given (a user's own prices file), else the
+        catalog's table of that id, which must be the one the bill was priced at (the same as_of)."""
+        if table is None:
+            table = get_price(d["price"])
+            if table.as_of != d.get("price_as_of"):
+                raise VazaoError(f"this bill was priced at {d['price']} as of {d.get('price_as_of')}; the "
+                                 f"catalog's is as of {table.as_of}: pass that table to read it back")
+        return cls(table, tuple(Line.from_json(ln) for ln in d["lines"]), bool(d.get("batch", False)),
+                   d.get("cache_ttl"), tuple(d.get("notes") or ()))
 
 
 def check_ttl(table: PriceTable, cache_ttl: str | None) -> None:

@@ -9,7 +9,7 @@ of times for a choice the closed form already ranks)."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -55,6 +55,13 @@ class SLOChoice:
         s = self.slo
         return {"slo": dict(s.limits) if s else None, "slo_judge": s.judge if s else None,
                 "slo_is_default": self.is_default}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> SLOChoice:
+        """From the three keys to_json writes (flat in an answer's document)."""
+        limits = d.get("slo")
+        return cls(None if limits is None else SLO(dict(limits), d.get("slo_judge") or "band"),
+                   bool(d.get("slo_is_default", False)))
 
 
 def slo_choice(text: str | None, judge: str = "band") -> SLOChoice:
@@ -241,6 +248,14 @@ class SelfHostAnswer:
                 "output_tokens": s.output_tokens if s else None, **self.slo.to_json(),
                 "traffic_requests_per_s": self.traffic_requests_per_s, **self.cost.to_json()}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> SelfHostAnswer:
+        """The flat document to_json writes: the shape's, the SLO's and the cost's keys side by side.
+        The shape's cached tokens are not in it (a cached share is costed, not reported): 0."""
+        shape = None if d.get("input_tokens") is None else RequestShape(d["input_tokens"], d["output_tokens"])
+        return cls(d["model"], shape, SLOChoice.from_json(d), SelfHostCost.from_json(d),
+                   d.get("traffic_requests_per_s"))
+
 
 def selfhost(q: SelfHostQuery, slo: SLOChoice | None = None, rps: float | None = None) -> SelfHostAnswer:
     """The self-hosted cost of `q` (selfhost_for), at `rps` requests/s when given (enough copies of the
@@ -287,6 +302,17 @@ class BreakEvenAnswer:
         if self.at_traffic is not None:
             out.update({"traffic_requests_per_s": self.traffic_requests_per_s, "at_traffic": list(self.at_traffic)})
         return out
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> BreakEvenAnswer:
+        """The winner is derived (the first row's GPU when it breaks even): read back from the rows."""
+        from vazao.cost.breakeven import BreakEven
+
+        at = d.get("at_traffic")
+        return cls(d["model"], d["api_price"], d.get("api_price_as_of"), Decimal(d["api_usd_per_request"]),
+                   RequestShape(d["input_tokens"], d["output_tokens"]), SLOChoice.from_json(d),
+                   tuple(BreakEven.from_json(r) for r in d["rows"]), d.get("traffic_requests_per_s"),
+                   None if at is None else tuple(dict(a) for a in at))
 
 
 def breakeven(q: SelfHostQuery, gpus: Sequence[str], table, plan: Sequence | None = None,

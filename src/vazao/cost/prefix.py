@@ -30,6 +30,7 @@ from vazao.cost.prompt_cache import (
 )
 from vazao.cost.volatile import ANCHOR_UNITS, Span, VolatileFinding, classify, volatile_spans, word_align
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 __all__ = [
     "CacheCost", "CacheRun", "PrefixReport", "Request", "Span", "VolatileFinding", "analyze", "classify",
@@ -62,6 +63,10 @@ class CacheCost:
                 "cached_usd": usd_str(self.cached_usd), "savings_usd": usd_str(self.savings_usd),
                 "savings_share": share_str(self.savings_share)}
 
+    @classmethod
+    def from_json(cls, d: Mapping) -> CacheCost:
+        return from_document(cls, d)  # the savings are derived
+
 
 @dataclass(frozen=True)
 class PrefixReport:
@@ -93,6 +98,12 @@ class PrefixReport:
         d["notes"] = list(self.notes)
         d["malformed_lines"] = [{"line": n, "reason": r} for n, r in self.malformed_lines]
         return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> PrefixReport:
+        """The cache's figures are flat in the report (to_json spreads them): read back from it."""
+        return from_document(cls, d, cache=CacheCost.from_json(d), malformed_lines=tuple(
+            (m["line"], m["reason"]) for m in d.get("malformed_lines") or ()))
 
 
 

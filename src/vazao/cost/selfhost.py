@@ -15,7 +15,7 @@ TPOT, TTFT and E2E (mean lengths, no queueing) are within every limit."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
@@ -26,6 +26,7 @@ from vazao.cost.money import MICRO
 from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
 from vazao.errors import VazaoError
 from vazao.physics.memory import fit
+from vazao.resultfiles import from_document
 from vazao.results import SLO, RunSummary
 
 if TYPE_CHECKING:
@@ -47,6 +48,10 @@ class Throughput:
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Throughput:
+        return from_document(cls, d)
 
 
 def throughput_from_summary(summary: RunSummary, source: str = "measured", detail: str = "") -> Throughput:
@@ -133,6 +138,11 @@ class SelfHostCost:
             "usd_per_mtok_output_split": s(self.usd_per_mtok_output_split),
             "usd_per_request": s(self.usd_per_request),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> SelfHostCost:
+        """Amounts from their text (usd_str); the utilisation as share_str wrote it (six decimals)."""
+        return from_document(cls, d)
 
 
 def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:

@@ -8,6 +8,7 @@ two thirds of a full fine-tune on the same tokens; the adapter's own FLOPs are n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -15,6 +16,7 @@ from vazao.catalog.hardware import Accelerator
 from vazao.catalog.prices import usd_str
 from vazao.cost.rates import gpu_rate
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 FULL_FLOPS_PER_PARAM_TOKEN = 6
 LORA_FLOPS_PER_PARAM_TOKEN = 4
@@ -52,6 +54,10 @@ class TrainingCost:
         d["usd"] = usd_str(self.usd)
         d["fraction_of_full"] = self.fraction_of_full
         return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> TrainingCost:
+        return from_document(cls, d)  # fraction_of_full is derived
 
 
 def training_cost(params: float, tokens: float, acc: Accelerator, mfu: float,

@@ -126,6 +126,15 @@ class UsageBill:
                 "fallback": {"price": self.bill.price.id if self.fallback_requests else None,
                              "requests": self.fallback_requests, "models": list(self.fallback_models)}}
 
+    @classmethod
+    def from_json(cls, d: Mapping, table: PriceTable | None = None) -> UsageBill:
+        """`table`: the bill's own price table, as Bill.from_json takes it (default: the catalog's)."""
+        fallback = d.get("fallback") or {}
+        return cls(Bill.from_json(d, table), d.get("malformed", 0),
+                   tuple((m["line"], m["reason"]) for m in d.get("malformed_lines") or ()),
+                   tuple((d["prices"] or {}).items()), fallback.get("requests", 0),
+                   tuple(fallback.get("models") or ()))
+
 
 class _Pricer:
     """The table for each model label, resolved once per label: the catalog entry (or the user's

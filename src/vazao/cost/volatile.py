@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from vazao.resultfiles import from_document
 
 ANCHOR_UNITS = 8  # k-gram length used to find where two prompts line up again
 SPANS_PER_PAIR = 4
@@ -110,3 +112,7 @@ class VolatileFinding:
 
     def to_json(self) -> dict:
         return dict(self.__dict__) | {"examples": list(self.examples)}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> VolatileFinding:
+        return from_document(cls, d)

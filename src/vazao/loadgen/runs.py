@@ -14,12 +14,11 @@ from vazao.loadgen import foreign
 from vazao.loadgen.client import error_kind
 from vazao.loadgen.records import LogContents, read_log, read_runs
 from vazao.resultfiles import foreign_tool, kind_of
-from vazao.results import SLO, RunSummary, summarize
+from vazao.results import LATENCIES, SLO, RunSummary, summarize
 
 __all__ = ["Column", "Comparison", "ComparisonRow", "compare", "load_columns", "log_summary", "simulate_like",
            "summary_of_log"]
 
-LATENCIES = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
 _RATES = (("req/s", "request_throughput_per_s"), ("output tok/s", "output_tokens_per_s"),
           ("total tok/s", "total_tokens_per_s"))
 _COUNTS = (("requests", "requests"), ("errors", "errors"), ("prompt tokens", "prompt_tokens"),

@@ -4,6 +4,7 @@ fit across N GPUs with TP/PP, KV capacity as concurrent sequences, and the host-
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -11,6 +12,7 @@ from vazao import limits
 from vazao.catalog.arch import ModelArch
 from vazao.catalog.formats import Format
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 
 if TYPE_CHECKING:  # types only: numpy is imported where a grid sweep needs it
     import numpy as np
@@ -109,6 +111,11 @@ class Fit:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Fit:
+        """A fit from its JSON, or from `vazao fit --json`'s document (the deployment's keys beside it)."""
+        return from_document(cls, d)
 
 
 def overhead_bytes_per_gpu(dep: DeploymentShape) -> float:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from vazao.loadgen.runs import LATENCIES, Comparison, ComparisonRow
+from vazao.loadgen.runs import Comparison, ComparisonRow
+from vazao.report.summary import summary_table as latency_table
 from vazao.results import SLO, RunSummary
 from vazao.units import fmt_rate, fmt_seconds
 
@@ -19,18 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_table", "log_view", "result_view", "summary_lines", "summary_table", "sweep_table"]
 
-STATS = ("mean", "p50", "p90", "p95", "p99")
-
 
 def summary_table(s: RunSummary, title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left")
-    t.add_column("metric")
-    for st in STATS:
-        t.add_column(st, justify="right")
-    for label, key in LATENCIES:
-        lat = getattr(s, key)
-        t.add_row(label, *(fmt_seconds(lat.get(st)) for st in STATS))
-    return t
+    """One run's latency summary (report.summary's table)."""
+    return latency_table(s, "metric", title)
 
 
 def summary_lines(s: RunSummary) -> list[str]:

@@ -10,9 +10,8 @@ from typing import Any
 
 from vazao.report import adapters as ad
 from vazao.report.model import LatencySample, Report, Table
+from vazao.report.summary import summary_rows
 from vazao.resultfiles import json_document
-
-_LAT = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
 
 
 def _ms(v: Any) -> str:
@@ -31,16 +30,6 @@ def _text(v: Any) -> str:
 
 def _facts(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix + k, _text(data[k])) for k in keys if data.get(k) not in (None, "", {}, [])]
-
-
-def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    rows = [(f"{name} {q} (ms)", _ms((summary.get(key) or {}).get(q))) for name, key in _LAT
-            for q in ("p50", "p95", "p99")]
-    rows += [("requests", _num(summary.get("requests"), ",d")), ("errors", _num(summary.get("errors"), ",d")),
-             ("requests/s", _num(summary.get("request_throughput_per_s"), ",.2f")),
-             ("output tokens/s", _num(summary.get("output_tokens_per_s"))),
-             ("goodput requests/s", _num(summary.get("goodput_requests_per_s"), ",.2f"))]
-    return rows
 
 
 def _sweep_table(data: Mapping[str, Any], title: str) -> list[Table]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from vazao.report.fitted import FittedTable
+from vazao.report.summary import summary_table as latency_table
 from vazao.results import RunSummary
 from vazao.units import fmt_rate, fmt_seconds
-
-LATENCIES = (("TTFT", "ttft_s"), ("ITL", "itl_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
 
 
 def header_lines(head: dict) -> list[str]:
@@ -19,14 +18,8 @@ def header_lines(head: dict) -> list[str]:
 
 
 def summary_table(head: dict, s: RunSummary) -> Table:
-    t = Table()
-    t.add_column("latency")
-    for col in ("mean", "p50", "p90", "p95", "p99"):
-        t.add_column(col, justify="right")
-    for label, attr in LATENCIES:
-        lat = getattr(s, attr)
-        t.add_row(label, *(fmt_seconds(lat.get(c)) for c in ("mean", "p50", "p90", "p95", "p99")))
-    return t
+    """The run's latency summary (report.summary's table; `head` is what was simulated, shown above it)."""
+    return latency_table(s, first="latency")
 
 
 def result_lines(r, slo) -> list[str]:

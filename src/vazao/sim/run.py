@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,7 @@ from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.memory import fit
 from vazao.physics.pipeline import microbatches
+from vazao.resultfiles import from_document
 from vazao.results import SLO, RequestRecord, RunSummary
 from vazao.sim.config import DisaggConfig, SimConfig, apply_axis
 from vazao.sim.disagg import KVLink
@@ -81,6 +82,17 @@ class SimResult:
             "wall_s": self.wall_s, "kv_blocks_in_use_at_end": self.kv_blocks_in_use_at_end,
             "bands": self.bands,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], summary: RunSummary | None = None) -> SimResult:
+        """A run from its JSON. Its summary is not in it but beside it (a simulation document's, a
+        variant's or a point's "summary"): given, else read from a "summary" key in `d`. The run's
+        columns (records()) stay behind: a result read back has no records."""
+        if summary is None:
+            if "summary" not in d:
+                raise VazaoError("a simulated run's JSON holds no summary: pass the document's beside it")
+            summary = RunSummary.from_json(d["summary"])
+        return from_document(cls, d, summary=summary)
 
 
 def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, int]:
@@ -272,6 +284,11 @@ class Variant:
         return {"name": self.name, "summary": self.result.summary.to_json(),
                 "throughput_ratio": self.throughput_ratio, "sim": self.result.to_json()}
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Variant:
+        return cls(d["name"], SimResult.from_json(d["sim"], RunSummary.from_json(d["summary"])),
+                   float(d["throughput_ratio"]))
+
 
 def compare(dep: Deployment, workload: Workload, config: SimConfig, axes: Sequence[tuple[str, Sequence[str]]],
             slo: SLO | None = None, progress: Progress | None = None) -> list[Variant]:
@@ -313,6 +330,12 @@ class Point:
 
     def to_json(self) -> dict[str, Any]:
         return {self.kind.value: self.value, "summary": self.result.summary.to_json(), "sim": self.result.to_json()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Point:
+        """The point's kind is the key its level is under ("rate": 4.0, or "concurrency": 8)."""
+        kind = next(k for k in SweepKind if k.value in d)
+        return cls(kind, d[kind.value], SimResult.from_json(d["sim"], RunSummary.from_json(d["summary"])))
 
 
 def sweep(dep: Deployment, workload: Workload, config: SimConfig, *, rates: Sequence[float] = (),
@@ -373,6 +396,19 @@ class SimRun:
             assert self.result is not None  # a single run: neither variants nor points
             out["sim"] = self.result.to_json()
         return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SimRun:
+        """`vazao simulate --json`'s document read back: the head is every key but the results'."""
+        head = {k: v for k, v in d.items() if k not in _RESULT_KEYS}
+        if "variants" in d:
+            return cls(head, variants=tuple(Variant.from_json(v) for v in d["variants"]))
+        if "points" in d:
+            return cls(head, points=tuple(Point.from_json(p) for p in d["points"]))
+        return cls(head, result=SimResult.from_json(d["sim"], RunSummary.from_json(d["summary"])))
+
+
+_RESULT_KEYS = ("summary", "variants", "points", "sim")  # what SimRun.to_json adds to its head
 
 
 def _swept(rates: Sequence[float], concurrencies: Sequence[int]) -> str:

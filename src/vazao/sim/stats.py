@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
+from vazao.resultfiles import from_document
 from vazao.results import SLO, FloatArray, GapWindows, RecordColumns, RequestRecord, RunSummary, summarize_columns
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class TimelinePoint:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TimelinePoint:
+        return from_document(cls, d)
 
 
 class Stats:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
 from vazao.validate.rows import MeasuredRow, Problem
 
 Overrides = Mapping[str, Mapping[str, float]]  # engine family → {calibrated parameter: value}
@@ -176,6 +177,10 @@ class Slice:
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Slice:
+        return from_document(cls, d)
 
 
 def slice_of(results: Sequence[RowResult]) -> Slice:
