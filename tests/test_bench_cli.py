@@ -28,9 +28,6 @@ def wl(tmp_path):
     return str(p)
 
 
-def cfg_url(server, overrides: str) -> str:
-    return server.url.replace("/v1", f"/cfg/{overrides}/v1")
-
 
 def bench(*args: str, env: dict | None = None):
     return runner.invoke(app, ["bench", *args, "--no-progress"], env=env)
@@ -72,7 +69,7 @@ def test_json_contract_sweep(fake_llm, wl, tmp_path):
 def test_find_max_rate_json(fake_llm, tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("name: r\narrival: {kind: poisson, rate: 1}\nprompt: 8\noutput: 10\nrequests: 16\n")
-    url = cfg_url(fake_llm, "slots=1,ttft=10ms,itl=2ms")
+    url = fake_llm.configured("slots=1,ttft=10ms,itl=2ms")
     r = bench(url, "-w", str(p), "--json", "--records", str(tmp_path / "f.jsonl"), "--find-max",
               "--rate", "10", "--slo", "ttft_p95=60ms")
     assert r.exit_code == 0, r.output
@@ -82,7 +79,7 @@ def test_find_max_rate_json(fake_llm, tmp_path):
 
 
 def test_console_output(fake_llm, wl, tmp_path):
-    r = bench(cfg_url(fake_llm, "error_every=4"), "-w", wl, "--records", str(tmp_path / "c.jsonl"))
+    r = bench(fake_llm.configured("error_every=4"), "-w", wl, "--records", str(tmp_path / "c.jsonl"))
     assert r.exit_code == 0, r.output
     assert "TTFT" in r.stdout and "TPOT" in r.stdout and "client CPU" in r.stdout
     assert "http_500 ×2" in r.stdout  # requests 4 and 8 of the run (the probes come first)
@@ -95,7 +92,7 @@ def test_console_output(fake_llm, wl, tmp_path):
     ("stall_every=3,stall_s=3", "stall"),
 ])
 def test_faults_are_counted_and_shown(fake_llm, wl, tmp_path, overrides, kind):
-    r = bench(cfg_url(fake_llm, overrides), "-w", wl, "--json", "--records", str(tmp_path / "f.jsonl"),
+    r = bench(fake_llm.configured(overrides), "-w", wl, "--json", "--records", str(tmp_path / "f.jsonl"),
               "--stall-timeout", "300ms", "--no-probe")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -142,7 +139,7 @@ def test_bad_workload(fake_llm, tmp_path):
 
 def test_runtime_fatal_errors_exit_nonzero(fake_llm, wl, tmp_path):
     # the probe passes (4 tokens asked, none over), then every request overruns max_tokens
-    r = bench(cfg_url(fake_llm, "output_tokens=12"), "-w", wl, "--records", str(tmp_path / "m.jsonl"),
+    r = bench(fake_llm.configured("output_tokens=12"), "-w", wl, "--records", str(tmp_path / "m.jsonl"),
               "--no-probe")
     assert r.exit_code == 1
     assert "ignored_max_tokens" in r.stderr
@@ -234,7 +231,7 @@ def test_ctrl_c_keeps_and_shows_what_was_measured(tmp_path):
 def test_compare_two_runs(fake_llm, wl, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert bench(fake_llm.url, "-w", wl, "-o", str(a)).exit_code == 0
-    assert bench(cfg_url(fake_llm, "itl=8ms"), "-w", wl, "-o", str(b)).exit_code == 0
+    assert bench(fake_llm.configured("itl=8ms"), "-w", wl, "-o", str(b)).exit_code == 0
     r = runner.invoke(app, ["compare", str(a), str(b)])
     assert r.exit_code == 0, r.output
     assert "ITL p50" in r.stdout and "a.json" in r.stdout and "b.json" in r.stdout

@@ -18,9 +18,6 @@ def send(url: str, prompt: Prompt | None = None, api: str = "chat", **client_kw)
     return asyncio.run(go())
 
 
-def cfg_url(server, overrides: str) -> str:
-    return server.url.replace("/v1", f"/cfg/{overrides}/v1")
-
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
 def test_stream_timing_and_usage(fake_llm, api):
@@ -42,7 +39,7 @@ def test_stream_timing_and_usage(fake_llm, api):
 
 
 def test_token_counts_fall_back_to_chunks_without_usage(fake_llm):
-    rec, _ = send(cfg_url(fake_llm, "usage=0,tokens_per_chunk=3"), Prompt(max_tokens=9, text="a b", tokens=17))
+    rec, _ = send(fake_llm.configured("usage=0,tokens_per_chunk=3"), Prompt(max_tokens=9, text="a b", tokens=17))
     assert rec.ok
     assert rec.extra["tokens_from"] == "chunks" and rec.output_tokens == 3  # 3 chunks of 3 tokens
     assert rec.extra["prompt_tokens_from"] == "planned" and rec.prompt_tokens == 17
@@ -54,7 +51,7 @@ def test_token_counts_from_a_tokenizer(fake_llm):
             return type("E", (), {"ids": text.split()})()
 
     async def go():
-        async with StreamClient(Target(cfg_url(fake_llm, "usage=0,tokens_per_chunk=3")), tokenizer=Words()) as c:
+        async with StreamClient(Target(fake_llm.configured("usage=0,tokens_per_chunk=3")), tokenizer=Words()) as c:
             return await c.send("r", Prompt(max_tokens=9, text="a"))
 
     rec, _ = asyncio.run(go())
@@ -75,7 +72,7 @@ FAULTS = [
 
 @pytest.mark.parametrize("overrides,kind,status", FAULTS)
 def test_faults_become_named_errors(fake_llm, overrides, kind, status):
-    rec, _ = send(cfg_url(fake_llm, overrides))
+    rec, _ = send(fake_llm.configured(overrides))
     assert error_kind(rec.error) == kind, rec.error
     assert rec.status == status
     assert rec.ok is (kind is None)
@@ -84,7 +81,7 @@ def test_faults_become_named_errors(fake_llm, overrides, kind, status):
 
 
 def test_stall_ends_in_the_stall_timeout(fake_llm):
-    rec, _ = send(cfg_url(fake_llm, "stall_every=1,stall_after=2,stall_s=5"), stall_timeout_s=0.3)
+    rec, _ = send(fake_llm.configured("stall_every=1,stall_after=2,stall_s=5"), stall_timeout_s=0.3)
     assert error_kind(rec.error) == "stall"
     assert rec.extra["chunks"] == 2  # what came before the stall is kept
     # ended by the client's 0.3 s stall timeout, not by the server giving up after its 5 s stall: the kind
@@ -92,7 +89,7 @@ def test_stall_ends_in_the_stall_timeout(fake_llm):
 
 
 def test_request_timeout(fake_llm):
-    rec, _ = send(cfg_url(fake_llm, "ttft=2s"), request_timeout_s=0.3)
+    rec, _ = send(fake_llm.configured("ttft=2s"), request_timeout_s=0.3)
     assert error_kind(rec.error) == "timeout"
 
 
@@ -103,11 +100,11 @@ def test_unreachable_server():
 
 def test_api_key_is_sent_from_the_environment(fake_llm, monkeypatch):
     monkeypatch.setenv("VAZAO_TEST_KEY", "sekrit")
-    rec, _ = send(cfg_url(fake_llm, "api_key=sekrit"), api="chat")
+    rec, _ = send(fake_llm.configured("api_key=sekrit"), api="chat")
     assert error_kind(rec.error) == "http_401"  # Target's default env var is OPENAI_API_KEY
 
     async def go():
-        async with StreamClient(Target(cfg_url(fake_llm, "api_key=sekrit"), api_key_env="VAZAO_TEST_KEY")) as c:
+        async with StreamClient(Target(fake_llm.configured("api_key=sekrit"), api_key_env="VAZAO_TEST_KEY")) as c:
             return await c.send("r", Prompt(max_tokens=4, text="x"))
 
     rec, _ = asyncio.run(go())

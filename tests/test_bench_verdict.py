@@ -29,9 +29,6 @@ def wl(tmp_path):
     return str(p)
 
 
-def cfg_url(server, overrides: str) -> str:
-    return server.url.replace("/v1", f"/cfg/{overrides}/v1")
-
 
 def run(url: str, wl: str, tmp_path, **kw) -> BenchResult:
     cfg = BenchConfig(Target(url), workload=wl, records_path=tmp_path / "r.jsonl", progress=False, **kw)
@@ -49,7 +46,7 @@ def test_a_clean_run_is_ok(fake_llm, wl, tmp_path):
 
 
 def test_some_failed_requests_are_partial_with_exit_0(fake_llm, wl, tmp_path):
-    res = run(cfg_url(fake_llm, "error_every=2"), wl, tmp_path, probe=False)
+    res = run(fake_llm.configured("error_every=2"), wl, tmp_path, probe=False)
     v = res.verdict()
     bad = sum(1 for r in res.all_records() if not r.ok)
     assert 0 < bad < len(res.all_records())
@@ -64,7 +61,7 @@ def test_some_failed_requests_are_partial_with_exit_0(fake_llm, wl, tmp_path):
 ])
 def test_failures_the_server_causes(fake_llm, wl, tmp_path, monkeypatch, overrides, outcome, code, needle):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    v = run(cfg_url(fake_llm, overrides), wl, tmp_path, probe=False).verdict()
+    v = run(fake_llm.configured(overrides), wl, tmp_path, probe=False).verdict()
     assert (v.outcome, v.exit_code) == (outcome, code) and needle in v.reason, v
 
 

@@ -176,8 +176,8 @@ def test_json_is_the_same_object(demo):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d == json.loads(json.dumps(json_document(demo.to_json())))
-    assert set(d) == {"input_tokens", "output_tokens", "engine", "headlines", "rows", "misfits", "next_commands",
-                      "report_scenario"}
+    assert set(d) == {"kind", "input_tokens", "output_tokens", "engine", "headlines", "rows", "misfits",
+                      "next_commands", "report_scenario"}
     assert set(d["headlines"]) == {"floor", "cache", "fp8", "crossover"}
     assert d["headlines"]["cache"]["uncached_usd"] == "0.1516"  # money as decimal text
     assert set(d["rows"][0]) >= {"model", "gpu", "format", "max_seqs", "tokens_per_s_b1", "max_batch",

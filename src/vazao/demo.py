@@ -187,7 +187,8 @@ class Demo:
     report_scenario: str  # the deployment `--report` describes
 
     def to_json(self) -> dict:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "engine": self.engine,
+        return {"kind": "demo", "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "engine": self.engine,
                 "headlines": self.headlines.to_json(), "rows": [r.to_json() for r in self.rows],
                 "misfits": [m.to_json() for m in self.misfits],
                 "next_commands": [c.__dict__ for c in self.next_commands], "report_scenario": self.report_scenario}
@@ -265,7 +266,7 @@ def build_demo(input_tokens: int = 1024, output_tokens: int = 256) -> tuple[Demo
 
 def estimate_result(est) -> dict:
     """The node's estimate as `vazao estimate --json` writes it: what the estimate report reads."""
-    return {**node_deployment().to_json(), "ideal": False, **est.to_json()}
+    return {"kind": "estimate", **node_deployment().to_json(), "ideal": False, **est.to_json()}
 
 
 # ---- the configurations ---------------------------------------------------------------------------

@@ -127,11 +127,20 @@ def _value(tp: Any, v: Any, default: Any = dataclasses.MISSING) -> Any:
     return v
 
 
+# what vazao's own documents declare in their "kind" key (files written before it are read by shape)
+KINDS = ("simulation", "bench run", "validation", "plan", "estimate", "fit", "breakeven", "selfhost", "comparison",
+         "budget", "demo")
+
+
 def kind_of(data: Any) -> str:
-    """What a vazao result file is, from its shape: simulation | bench run | validation | plan |
-    estimate | fit | breakeven | comparison | error | unknown."""
+    """What a vazao result file is: the kind it declares (KINDS), else, for a file written before documents
+    declared it, from its shape: simulation | bench run | validation | plan | estimate | fit | breakeven |
+    comparison | error | unknown."""
     if not isinstance(data, Mapping):
         return "unknown"
+    declared = data.get("kind")
+    if isinstance(declared, str) and declared in KINDS:
+        return declared
     if "error" in data and len(data) == 1:
         return "error"
     if "candidates" in data and "pareto" in data:

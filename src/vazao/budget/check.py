@@ -85,7 +85,8 @@ class BudgetResult:
         return all(t.passed for t in self.tasks)
 
     def to_json(self) -> dict:
-        return {"pass": self.passed, "tasks": [t.to_json() for t in self.tasks], "notes": list(self.notes)}
+        return {"kind": "budget", "pass": self.passed, "tasks": [t.to_json() for t in self.tasks],
+                "notes": list(self.notes)}
 
     @classmethod
     def from_json(cls, d: Mapping) -> BudgetResult:

@@ -142,12 +142,14 @@ class HelpGroup(TyperGroup):
     """click's plain help, with each command's whole first sentence wrapped under its name (click
     cuts it at 45 characters with '...', and at the first '.' of an 'e.g.')."""
 
+    def command_row(self, ctx, name: str) -> tuple[str, str] | None:
+        cmd = self.get_command(ctx, name)
+        if cmd is None or cmd.hidden:
+            return None
+        return name, cmd.short_help or _first_sentence(cmd.help)
+
     def format_commands(self, ctx, formatter) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            cmd = self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.short_help or _first_sentence(cmd.help)))
+        rows = [row for name in self.list_commands(ctx) if (row := self.command_row(ctx, name))]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -274,19 +276,11 @@ class _Group(HelpGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # the names only (typer's reads .items(): every command loaded)
 
-    def format_commands(self, ctx, formatter) -> None:
-        """The command list from COMMANDS' sentences, importing no command module."""
-        rows = []
-        for name in self.list_commands(ctx):
-            if name in COMMANDS and name not in self.commands.loaded:
-                rows.append((name, COMMANDS[name][2]))
-                continue
-            cmd = self.get_command(ctx, name)
-            if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.short_help or _first_sentence(cmd.help)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+    def command_row(self, ctx, name: str) -> tuple[str, str] | None:
+        """A command's line of the list from COMMANDS' sentence while its module is not imported."""
+        if name in COMMANDS and name not in self.commands.loaded:
+            return name, COMMANDS[name][2]
+        return super().command_row(ctx, name)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv, as_csv = _take_csv(list(sys.argv[1:] if args is None else args))

@@ -416,7 +416,8 @@ def compare_cmd(
         cols.append(simulate_like(cols[0].data, gpu=gpu, model=model, engine=engine, fmt=fmt,
                                   count=count, slo=limits))
     if json_out:
-        emit_json({"runs": [{"name": c.name, "tool": c.data.get("tool", "vazao"), "summary": c.summary,
+        emit_json({"kind": "comparison",
+                   "runs": [{"name": c.name, "tool": c.data.get("tool", "vazao"), "summary": c.summary,
                              **({"level": c.data["level"], "notes": c.data["notes"]} if c.data.get("foreign")
                                 else {})}
                             for c in cols]})

@@ -47,7 +47,7 @@ def fit_cmd(
         from vazao.plan.alternatives import what_fits
 
         alternatives = what_fits(model, gpu, dep.weight_format.name, context, engine=dep.engine.name)
-    result = {"deployment": dep.label(), **dep.to_json(), "ideal": ideal,
+    result = {"kind": "fit", "deployment": dep.label(), **dep.to_json(), "ideal": ideal,
               "format_status": dep.support.status, **f.to_json(),
               **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {})}
     if json_out:
@@ -87,7 +87,7 @@ def estimate_cmd(
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
     est = estimate(dep, batches, input_tokens, output_tokens)
-    result = {**dep.to_json(), "ideal": ideal, **est.to_json()}
+    result = {"kind": "estimate", **dep.to_json(), "ideal": ideal, **est.to_json()}
     if json_out:
         emit_json(result)
     else:

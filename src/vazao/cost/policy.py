@@ -244,7 +244,7 @@ class SelfHostAnswer:
 
     def to_json(self) -> dict:
         s = self.shape
-        return {"model": self.model, "input_tokens": s.input_tokens if s else None,
+        return {"kind": "selfhost", "model": self.model, "input_tokens": s.input_tokens if s else None,
                 "output_tokens": s.output_tokens if s else None, **self.slo.to_json(),
                 "traffic_requests_per_s": self.traffic_requests_per_s, **self.cost.to_json()}
 
@@ -295,7 +295,8 @@ class BreakEvenAnswer:
     def to_json(self) -> dict:
         from vazao.catalog.prices import usd_str
 
-        out = {"model": self.model, "api_price": self.api_price, "api_price_as_of": self.api_price_as_of,
+        out = {"kind": "breakeven", "model": self.model, "api_price": self.api_price,
+               "api_price_as_of": self.api_price_as_of,
                "api_usd_per_request": usd_str(self.api_usd_per_request), "input_tokens": self.shape.input_tokens,
                "output_tokens": self.shape.output_tokens, **self.slo.to_json(), "winner": self.winner,
                "rows": [r.to_json() for r in self.rows]}

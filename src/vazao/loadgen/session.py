@@ -161,6 +161,7 @@ class BenchResult:
     def to_json(self) -> dict:
         cfg = self.config
         out: dict[str, Any] = {
+            "kind": "bench run",
             "summary": self.summary,
             "run": {"url": cfg.target.safe_url, "model": self.preflight.model if self.preflight else cfg.target.model,
                     "api": cfg.target.api, "workload": getattr(self.workload, "name", cfg.workload),

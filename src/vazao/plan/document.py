@@ -80,7 +80,7 @@ class PlanDocument:
     against_api: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {"kind": "plan", **{f.name: getattr(self, f.name) for f in fields(self)}}
         for key in ("candidates", "pareto", "curves"):
             d[key] = [x.to_json() for x in d[key]]
         d["closest_miss"] = self.closest_miss.to_json() if self.closest_miss is not None else None

@@ -52,6 +52,7 @@ def candidate_json(c: Candidate, command: str | None = None) -> dict:
 def plan_json(r: PlanResult, commands: dict | None = None, api: dict | None = None) -> dict:
     commands = commands or {}
     out = {
+        "kind": "plan",
         "candidates": [candidate_json(c, commands.get(id(c))) for c in r.candidates],
         "pareto": [candidate_json(c, commands.get(id(c))) for c in r.pareto],
         "binding_constraint": r.binding_constraint,

@@ -387,7 +387,7 @@ class SimRun:
         return [("", self.result)]
 
     def to_json(self) -> dict[str, Any]:
-        out = {**self.head, "summary": self.summary.to_json()}
+        out = {"kind": "simulation", **self.head, "summary": self.summary.to_json()}
         if self.variants:
             out["variants"] = [v.to_json() for v in self.variants]
         elif self.points:
@@ -408,7 +408,7 @@ class SimRun:
         return cls(head, result=SimResult.from_json(d["sim"], RunSummary.from_json(d["summary"])))
 
 
-_RESULT_KEYS = ("summary", "variants", "points", "sim")  # what SimRun.to_json adds to its head
+_RESULT_KEYS = ("kind", "summary", "variants", "points", "sim")  # what SimRun.to_json adds to its head
 
 
 def _swept(rates: Sequence[float], concurrencies: Sequence[int]) -> str:

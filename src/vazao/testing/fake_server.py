@@ -314,6 +314,13 @@ class FakeServer:
         self._rid = itertools.count(1)
         self.stream_times: dict[str, dict] = {}
         self.seen: deque = deque(maxlen=256)  # (method, path, headers) of the latest requests, for tests
+        self.url: str | None = None  # the base URL once started (…/v1)
+
+    def configured(self, overrides: str) -> str:
+        """The base URL that serves with these FakeConfig overrides (`error_every=3,itl=5ms`)."""
+        if self.url is None:
+            raise RuntimeError("the fake server is not started")
+        return self.url.replace("/v1", f"/cfg/{overrides}/v1")
 
     @web.middleware
     async def _remember(self, request: web.Request, handler):

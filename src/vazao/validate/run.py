@@ -265,6 +265,7 @@ class ValidationReport:
     def to_json(self) -> dict:
         o = self.overall or slice_of(self.results)
         return {
+            "kind": "validation",
             "rows": [r.to_json() for r in self.results]
             + [{"id": p.id, "line": p.line, "skipped": p.reason} for p in self.problems],
             "summary": {
