@@ -5,7 +5,10 @@ Goal: under 5 s and under 150 MB in both regimes on the 2-core machine.
 Each regime runs in a fresh interpreter so that its peak RSS is its own. The low-load regime also runs
 step by step (the closed-form decode advance off), for a ratio measured on the same machine in one run.
 bench/results/sim_lowload_before.json is this bench before the closed-form advance (2026-12-04 00:35); the
-advance then stopped at every completion and at every prompt, since 2026-12-04 15:40 it runs through them."""
+advance then stopped at every completion and at every prompt, since 2026-12-04 15:40 it runs through them.
+Since 2026-12-05 the stretch that restarts at every arrival (one every ~31 steps at this rate) is costed
+without per-step objects (physics/step.py StepTimer) and applied with its sums deferred to its end
+(own_rate 8.5 s before, in bench/results/sim_cli.json of 2026-12-05 17:44: library_own_rate)."""
 
 from __future__ import annotations
 

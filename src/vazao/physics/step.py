@@ -394,6 +394,9 @@ def step_cost(dep, shape: BatchShape) -> StepCost:
     return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound, w.flops, w.bytes + w.kv_bytes)
 
 
+SHORT_RUN = 32  # decode steps up to which StepTimer.decode_list costs them one by one
+
+
 class StepTimer:
     """`step_cost(dep, shape).time_s` for one deployment with scalar constants (the simulator's), and
     the times of a run of decode steps as an array, without building a BatchShape, StepWork and
@@ -405,7 +408,7 @@ class StepTimer:
     is left out of an addition rather than added: every sum here is of non-negative times, for which
     x + 0.0 == x."""
 
-    __slots__ = ("c", "s", "_attn_div", "_mem_div", "_kv_div", "_exp_div", "_per_n")
+    __slots__ = ("c", "s", "_attn_div", "_mem_div", "_kv_div", "_exp_div", "_per_n", "_plain")
 
     def __init__(self, c: StepConstants):
         self.c = c
@@ -414,7 +417,10 @@ class StepTimer:
         self._mem_div = c.bandwidth * c.memory_eff
         self._kv_div = c.bandwidth * c.kv_memory_eff
         self._exp_div = c.bandwidth * c.expert_memory_eff
-        self._per_n: dict[int, tuple] = {}
+        self._per_n: dict[int, tuple] = {}  # batch size → its decode terms (_decode_terms) and n·j
+        # nothing after max(compute, memory) but comm and overhead, and no sliding windows
+        self._plain = not (c.unhidden or c.bubble or c.host_overlap or c.shard.attn_flops_per_pair_window
+                           or c.shard.kv_bytes_per_token_window)
 
     @staticmethod
     def usable(c: StepConstants) -> bool:
@@ -434,7 +440,7 @@ class StepTimer:
             win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
         else:
             win_ctx, win_pairs = ctx, pairs
-        touched = experts_touched(s.num_experts, s.experts_per_token, new)
+        touched = experts_touched(s.num_experts, s.experts_per_token, new) if s.num_experts else 0.0
         weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
         kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
         matmul_flops = s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits
@@ -467,6 +473,22 @@ class StepTimer:
             time_s = time_s - c.host_overlap * (device_s if device_s <= overhead_s else overhead_s)
         return time_s
 
+    def decode_time(self, n: int, ctx: int) -> float:
+        """time(n, n, ctx, ctx + n + 0.0, n): one decode step of n sequences holding ctx tokens."""
+        terms = self._per_n.get(n)
+        if terms is None:
+            if n <= 0:
+                return 0.0
+            terms = self._terms(n, 0)
+        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
+        if not self._plain or compute_post or memory_post or comm_s:
+            return self.time(n, n, ctx, ctx + n + 0.0, n)
+        s = self.s
+        cn = ctx + n
+        compute_s = compute_pre + s.attn_flops_per_pair_full * cn / self._attn_div
+        memory_s = memory_pre + s.kv_bytes_per_token_full * cn / self._kv_div
+        return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+
     def _decode_terms(self, n: int) -> tuple:
         """The terms of a decode step of n sequences (BatchShape(n, n, ctx, ctx + n + 0.0, n)) that do
         not depend on its context: (compute before attention, compute after it, memory before the KV
@@ -494,18 +516,85 @@ class StepTimer:
         return (compute_pre, tuple(x for x in compute_post if x != 0.0), memory_pre,
                 tuple(x for x in memory_post if x != 0.0), comm_s, overhead_s)
 
-    def decode_times(self, n: int, cn, out) -> None:
-        """Times of decode steps of n sequences into `out` (float64), one per entry of `cn`, each step's
-        context + n as int64: BatchShape(n, n, ctx, ctx + n + 0.0, n), whose pairs are ctx + n as a
-        float (a float times an int64 array converts it exactly, as + 0.0 does). Full-attention models
-        only: sliding windows take the scalar path's min()."""
+    def _terms(self, n: int, m: int) -> tuple:
+        """_decode_terms(n), then n·j for j = 0 … m − 1 (at least) as doubles: kept per batch size (a
+        run sees a few hundred at most)."""
+        terms = self._per_n.get(n)
+        if terms is None or len(terms[-1]) < m:
+            import numpy as np
+
+            steps = np.arange(max(m, 64, 2 * len(terms[-1]) if terms else 0), dtype=np.float64) * n
+            terms = self._per_n[n] = (*(terms[:-1] if terms else self._decode_terms(n)), steps)
+        return terms
+
+    def _memory_bound(self, terms: tuple, n: int, c0: int, m: int) -> bool:
+        """Whether all m decode steps from context + n = c0 on take the memory term of max(): both terms
+        grow with the context (each operation is monotonic), so it is enough that the last step's compute
+        term is below the first one's (the scalar values are exactly those of the steps' own)."""
+        s = self.s
+        if self.c.unhidden or s.attn_flops_per_pair_window or s.kv_bytes_per_token_window:
+            return False
+        compute_pre, compute_post, memory_pre, memory_post = terms[:4]
+        compute_last = compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div
+        for x in compute_post:
+            compute_last += x
+        memory_first = memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div
+        for x in memory_post:
+            memory_first += x
+        return compute_last < memory_first
+
+    def decode_list(self, n: int, c0: int, m: int) -> list[float]:
+        """decode_times as a list, for m steps. A short run of a dense model's memory-bound decode on
+        one GPU takes the scalar operations (cheaper than numpy's per-call cost on a few values): the
+        memory branch of max() without its zero terms, on the same doubles."""
+        terms = self._per_n.get(n)
+        if terms is None or len(terms[-1]) < m:
+            terms = self._terms(n, m)
+        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
+        if m <= SHORT_RUN and self._plain and not (compute_post or memory_post or comm_s):
+            s = self.s
+            kv, kv_div = s.kv_bytes_per_token_full, self._kv_div
+            if compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div < (
+                    memory_pre + kv * c0 / kv_div):  # _memory_bound
+                return [memory_pre + kv * cn / kv_div + overhead_s for cn in range(c0, c0 + n * m, n)]
         import numpy as np
 
+        out = np.empty(m)
+        self.decode_times(n, c0, out)
+        return out.tolist()
+
+    def decode_times(self, n: int, c0: int, out) -> None:
+        """Times of len(out) decode steps of n sequences into `out` (float64), the first step's context
+        + n being c0 and each next one n more (every member one token longer): BatchShape(n, n, ctx,
+        ctx + n + 0.0, n). Full-attention models only: sliding windows take the scalar path's min().
+        The contexts are integers below 2**53, so c0 + n·j is exact as a double and the products below
+        are those of the int arrays that step_work converts."""
+        import numpy as np
+
+        m = len(out)
         terms = self._per_n.get(n)
-        if terms is None:
-            terms = self._per_n[n] = self._decode_terms(n)
-        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s = terms
+        if terms is None or len(terms[-1]) < m:
+            terms = self._terms(n, m)
+        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
         s, c = self.s, self.c
+        cn = np.add(steps[:m], c0, out=out)
+        if self._plain and not (compute_post or memory_post or comm_s):  # as in decode_list
+            # a dense model's decode on one GPU: _memory_bound and the memory branch without its zero terms
+            if (compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div
+                    < memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div):
+                cn *= s.kv_bytes_per_token_full
+                cn /= self._kv_div
+                cn += memory_pre
+                cn += overhead_s
+                return
+        elif self._memory_bound(terms, n, c0, m):
+            cn *= s.kv_bytes_per_token_full
+            cn /= self._kv_div
+            np.add(memory_pre, cn, out=cn)
+            for x in memory_post:
+                cn += x
+            self._finish_times(cn, comm_s, overhead_s, out)
+            return
         # compute_s = matmul + attention (+ dequant + experts); attention over pairs = ctx + n
         compute = np.multiply(cn, s.attn_flops_per_pair_full)
         if s.attn_flops_per_pair_window:
@@ -530,6 +619,13 @@ class StepTimer:
             work += compute
         else:
             work = np.maximum(compute, memory, out=compute)
+        self._finish_times(work, comm_s, overhead_s, out)
+
+    def _finish_times(self, work, comm_s: float, overhead_s: float, out) -> None:
+        """roofline after max(compute, memory): the pipeline bubble, comm, overhead, host overlap."""
+        import numpy as np
+
+        c = self.c
         if c.bubble:
             comm = work * c.bubble
             np.add(comm_s, comm, out=comm)
@@ -538,9 +634,9 @@ class StepTimer:
             work += comm_s
         device = work  # device_s
         if c.host_overlap:
+            overlap = np.minimum(device, overhead_s)
+            overlap *= c.host_overlap
             np.add(device, overhead_s, out=out)
-            np.minimum(device, overhead_s, out=memory)
-            memory *= c.host_overlap
-            out -= memory
+            out -= overlap
         else:
             np.add(device, overhead_s, out=out)

@@ -139,7 +139,7 @@ class Engine:
     # ---- steps -----------------------------------------------------------------------------------
     def begin_step(self, now: float) -> float | None:
         """Schedule and cost the next step; None when there is nothing to run (the engine idles)."""
-        return self.scheduler.plan(now)
+        return self.scheduler.schedule_step(now)
 
     def end_step(self, now: float) -> None:
         stats = self.stats
@@ -162,14 +162,19 @@ class Engine:
                 self.joined_ready.clear()
             cohort.A += self.step_a
             if cohort.heap and cohort.heap[0][0] <= cohort.A:
-                for seq in cohort.advance(0):
-                    total = -(-(seq.base + cohort.A) // self.bs) if self.grow else seq.nblocks
-                    seq.emitted = seq.output
-                    self._finish(seq, now, total)
+                self.finish_decoded(now)
         elif cohort.n:
             self.paused_s += dur  # a prompt-only step the decoders waited through
         if self.chunks:
             self._apply_chunks(now)
+
+    def finish_decoded(self, now: float) -> None:
+        """The members the cohort's last advance finished: their records, blocks and callbacks."""
+        cohort = self.cohort
+        for seq in cohort.advance(0):
+            total = -(-(seq.base + cohort.A) // self.bs) if self.grow else seq.nblocks
+            seq.emitted = seq.output
+            self._finish(seq, now, total)
 
     def _apply_chunks(self, now: float) -> None:
         stats, cohort, prefilling = self.stats, self.cohort, self.prefilling

@@ -3,32 +3,36 @@
 At low load most engine steps repeat the same decode batch with each context one token longer:
 nothing waits, no prompt is in progress, and the next event (an arrival, a failed KV block
 allocation, a timeline sample) is many steps away. `advance` runs such a stretch at once. The step
-times are `roofline` over arrays of (batch, context) (the same operations in the same order as the
-scalar path, so the same doubles); step ends are a running sum (numpy's accumulate adds in order, as
-the loop does); the KV blocks the members grow into are taken in one allocation per run of steps
-(the pool's anonymous allocations add up exactly: same evictions, same free count).
+times are StepTimer's (physics/step.py: step_cost's operations in the same order, so the same doubles,
+over arrays for long runs and one by one for short ones); step ends are a running sum (accumulate adds
+in order, as the loop's clock does); the KV blocks the members grow into are taken in one allocation
+per run of steps (the pool's anonymous allocations add up exactly: same evictions, same free count).
 
 Completions do not end a stretch: who finishes when is known from the cohort's heap, so the batch and
-context of every step are known ahead. The step at which members finish is applied by the engine's
-own `end_step` (records, freed blocks, the runner's callbacks), and the stretch goes on unless that
-changed anything the loop would act on (a request waiting, an event sooner than planned, an idle
-engine). The stretch stops one step before anything else the loop would do differently, and the loop
-takes over from there.
+context of every step are known ahead. The step at which members finish is applied as end_step
+applies it (records, freed blocks, the runner's callbacks: Engine.finish_decoded), and the stretch goes
+on unless that changed anything the loop would act on (a request waiting, an event sooner than
+planned, an idle engine). The stretch stops one step before anything else the loop would do
+differently, and the loop takes over from there; the engine's step sums are added at its end, one
+step after another as end_step adds them.
+
+At the chat workload's own rate a stretch ends at every arrival (one every ~31 steps), so what a
+stretch costs to start is most of what a run costs: a new arrival's prompt step ends inside `advance`
+(the `_completes_prompts` branch) and the next stretch starts from there.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from functools import reduce
-from itertools import repeat
-from operator import add, mul, sub
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, chain
+from operator import sub
 
 import numpy as np
 
 from vazao.physics.step import step_cost
 
 MIN_STEPS = 8  # below this the arrays cost more than the steps they replace
-MAX_STEPS = 4096  # bounds the arrays (memory stays flat with run length)
+STRETCH_STEPS = 4096  # the most steps one stretch costs at once: bounds the arrays (memory flat with run length)
 _INF = float("inf")
 
 
@@ -36,19 +40,22 @@ def eligible(e) -> bool:
     """The step in flight decodes the whole cohort one token each, and the next one will too."""
     if e.spec is not None or e.chunks or e.joined_ready or e.waiting or e.prefilling or e.step_a != 1:
         return False
+    if e.paused_s:  # the next gap spans prompt-only steps (prefill priority): end_step adds them
+        return False
     if e.scheduler.cost is not step_cost or e.scheduler.timer is None:
         return False
     if not e.cohort.n or e.step_decoding != e.cohort.n:
         return False
-    s = e.dep.consts.shard
+    s = e.scheduler.timer.s
     return not (s.window and s.kv_bytes_per_token_window)  # sliding windows take the scalar path's min()
 
 
 def _finishing(cohort, upto: int) -> list[tuple[int, int]]:
     """(A at which it finishes, base) of the members that finish by A = `upto`, in finishing order;
     stale heap entries (a member that left and came back) are the ones cohort.advance skips."""
-    return sorted((fin, seq.base) for fin, _, seq in cohort.heap
-                  if fin <= upto and seq.in_cohort and seq.fin == fin)
+    done = [(fin, seq.base) for fin, _, seq in cohort.heap if fin <= upto and seq.in_cohort and seq.fin == fin]
+    done.sort()
+    return done
 
 
 def _segments(cohort, a0: int, r: int, moe: bool) -> tuple[int, list[int], list[int], list[int]]:
@@ -101,7 +108,9 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
     elif _completes_prompts(e):
         # the step in flight ends the prompts it computes and leaves a decode batch: the engine applies
         # it, the next step is planned here as the scheduler would, and the stretch starts after it
-        last = min(cohort.gaps[-2:], default=end - e.step_start)  # the mixed step's own length overstates
+        # the last decode gaps (the mixed step's own length overstates)
+        gaps = cohort.gaps
+        last = (gaps[-1] if len(gaps) < 2 else min(gaps[-2], gaps[-1])) if gaps else end - e.step_start
         e.sink.now = end  # the runner's clock, as the loop sets it before a step ends (callbacks read it)
         e.end_step(end)
         heap = e.sink.heap
@@ -113,22 +122,28 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
     else:
         return None
     stop_t = top if top < next_sample else next_sample
-    r = MAX_STEPS if stop_t == _INF or last <= 0 else min(MAX_STEPS, int((stop_t - end) / last) + 2 + i0)
+    r = STRETCH_STEPS if stop_t == _INF or last <= 0 else min(STRETCH_STEPS, int((stop_t - end) / last) + 2 + i0)
     if r >= MIN_STEPS:
-        r, starts, ns, sums = _segments(cohort, a0, r, bool(e.dep.consts.shard.num_experts))
+        r, starts, ns, sums = _segments(cohort, a0, r, bool(e.scheduler.timer.s.num_experts))
     if r < MIN_STEPS:
-        return (end, end + e.scheduler._cost()) if i0 else None
+        if not i0:  # one step, as the loop would take it: end_step, then plan the next decode step
+            e.sink.now = end
+            e.end_step(end)
+            if not cohort.n or e.waiting or e.chunks or e.joined_ready or e.prefilling or not _plan_decode(e, end):
+                return end, None
+        return end, end + e.scheduler._cost()
     # the scheduler's shape per step: BatchShape(n, n, ctx, ctx + n + 0.0, n), ctx = Σ base + n·A
     timer = e.scheduler.timer
-    ends = np.empty(r + 1)
-    stops = starts[1:] + [r]
-    for j0, j1, n, sb in zip(starts, stops, ns, sums, strict=True):
-        c0 = sb + n * (a0 + 1 + j0) + n  # the first step's context + n
-        timer.decode_times(n, np.arange(c0, c0 + n * (j1 - j0), n, dtype=np.int64), ends[1 + j0:1 + j1])
-    ends[0] = end
-    ends.cumsum(out=ends)  # ends[j]: when step j ends (0: the one in flight); accumulate adds in order
+    if len(starts) == 1:
+        times = timer.decode_list(ns[0], sums[0] + ns[0] * (a0 + 1) + ns[0], r)
+    else:
+        times = []
+        for j0, j1, n, sb in zip(starts, [*starts[1:], r], ns, sums, strict=True):
+            times += timer.decode_list(n, sb + n * (a0 + 1 + j0) + n, j1 - j0)  # the first step's context + n
+    # ends[j]: when step j ends (0: the one in flight); accumulate adds in order, as the loop's clock does
+    ends = list(accumulate(times, initial=end))
     out = _walk(e, ends, starts, ns, a0, i0, top, next_sample)
-    return out if out is not None or not i0 else (end, float(ends[1]))
+    return out if out is not None or not i0 else (end, ends[1])
 
 
 def _completes_prompts(e) -> bool:
@@ -137,14 +152,15 @@ def _completes_prompts(e) -> bool:
         return False
     if e.scheduler.cost is not step_cost or e.scheduler.timer is None or len(e.chunks) != len(e.prefilling):
         return False
-    if any(seq.computed + n != seq.target for seq, n in e.chunks):
-        return False
-    s = e.dep.consts.shard
+    for seq, n in e.chunks:
+        if seq.computed + n != seq.target:
+            return False
+    s = e.scheduler.timer.s
     return not (s.window and s.kv_bytes_per_token_window)
 
 
 def _plan_decode(e, now: float) -> bool:
-    """Scheduler.plan for a batch that only decodes: the members' new blocks, then the step is in
+    """Scheduler.schedule_step for a batch that only decodes: the members' new blocks, then the step is in
     flight. False (and nothing changed) when the blocks are short: the loop's plan preempts."""
     cohort = e.cohort
     if e.grow and not e.pool.try_allocate_anonymous(cohort.cnt[(-cohort.A) % e.bs]):
@@ -156,84 +172,114 @@ def _plan_decode(e, now: float) -> bool:
     return True
 
 
-def _limit(ends: np.ndarray, top: float, next_sample: float) -> int:
+def _limit(ends: list[float], top: float, next_sample: float) -> int:
     """Steps that may finish: those ending before the next sample and no later than the next event
     (a step end goes before an event at the same instant), and not the last (what follows it is not
     computed). Of the two counts the smaller is the one of the sooner bound."""
-    head = ends[:-1]
     if top < next_sample:
-        return int(head.searchsorted(top, "right"))
-    return int(head.searchsorted(next_sample, "left"))
+        return bisect_right(ends, top, 0, len(ends) - 1)
+    return bisect_left(ends, next_sample, 0, len(ends) - 1)
 
 
-def _walk(e, ends: np.ndarray, starts: list[int], ns: list[int], a0: int, i: int, top: float,
+def _walk(e, ends: list[float], starts: list[int], ns: list[int], a0: int, i: int, top: float,
           next_sample: float) -> tuple[float, float | None] | None:
-    """Apply the stretch: runs of plain steps at once, each step at which members finish through the
-    engine's own end_step. Step j ends at ends[j], is planned at A = a0 + j and finishing it makes
-    A = a0 + j + 1; the batch of step j + 1 is ns[m] for the last starts[m] <= j. Step i is in flight."""
+    """Apply the stretch: runs of plain steps at once, then each step at which members finish as
+    end_step would (records, freed blocks, the runner's callbacks). Step j ends at ends[j], is planned
+    at A = a0 + j and finishing it makes A = a0 + j + 1; the batch of step j + 1 is ns[m] for the last
+    starts[m] <= j. Step i is in flight.
+
+    end_step's `now - step_start` per step, and its sums (busy and sequence time, steps) in the same
+    order once the stretch is over: nothing the callbacks run reads them, and they are added one step
+    after another, as end_step adds them. The step gaps are appended as the steps finish
+    (a member that leaves reads how many there are)."""
     cohort, pool, runner_heap = e.cohort, e.pool, e.sink.heap
+    members, gaps, cnt, bs, grow = cohort.heap, cohort.gaps, cohort.cnt, e.bs, e.grow
     i0 = i
+    n0 = cohort.n  # the batch of the step in flight
+    running = len(e.running)  # at the first step's end, the most the stretch has (none is admitted)
     limit = _limit(ends, top, next_sample)
-    el = ends.tolist()
-    size = len(el)
+    size = len(ends)
+    durs = list(map(sub, ends[:limit + 1], chain((e.step_start,), ends)))
+    out = None
     while True:
-        head = cohort.heap[0][0] if cohort.heap else None
-        c = size if head is None else min(size, head - a0 - 1)  # the step whose end completes someone
-        k = min(c, limit)
-        blocks = _blocks(cohort, a0 + 1 + i, k - i, e.bs) if k > i and e.grow else 0
-        if blocks > pool.num_free:  # short of blocks on the way: the steps that fit
-            grown = a0 + 1 + np.arange(i, k, dtype=np.int64)
-            need = np.asarray(cohort.cnt, dtype=np.int64)[(-grown) % e.bs].cumsum()
-            k = i + int(need.searchsorted(pool.num_free, "right"))
-            blocks = int(need[k - i - 1]) if k > i else 0
+        c = size if not members else min(size, members[0][0] - a0 - 1)  # the step whose end completes someone
+        k = c if c < limit else limit
+        if k > i:  # steps i … k − 1 finish, none completing anyone, and steps i + 1 … k are planned
+            blocks = 0
+            if grow:
+                # a member takes a block whenever its length reaches a multiple of the block size: every
+                # bs steps one per member, and the last (k − i) % bs steps one per member of the residues
+                # (−A) % bs they pass, which run up from that of the last step (cyclically)
+                steps = k - i
+                blocks = (steps // bs) * cohort.n
+                rem = steps % bs
+                if rem:
+                    lo = (-a0 - k) % bs
+                    blocks += sum(cnt[lo:lo + rem])
+                    if lo + rem > bs:
+                        blocks += sum(cnt[:lo + rem - bs])
+                if blocks and not pool.try_allocate_anonymous(blocks):  # short on the way: the steps that fit
+                    grown = a0 + 1 + np.arange(i, k, dtype=np.int64)
+                    need = np.asarray(cnt, dtype=np.int64)[(-grown) % bs].cumsum()
+                    k = i + int(need.searchsorted(pool.num_free, "right"))
+                    blocks = int(need[k - i - 1]) if k > i else 0
+                    if k > i and not pool.try_allocate_anonymous(blocks):
+                        raise RuntimeError(f"closed-form decode: the KV pool refused {blocks} blocks it counted "
+                                           "as free")
         if k > i:
-            _apply(e, el, i, k, blocks)
+            gaps.fromlist(durs[i:k])
+            cohort.A += k - i
+            e.last_step_end = e.step_start = ends[k - 1]
             i = k
         if i < c or i >= limit:
             break  # a KV allocation, an event or a sample comes first, or the steps computed ran out
-        # step i ends with completions: the engine applies it (records, freed blocks, callbacks)
+        # step i ends with completions: end_step's decode part (paused_s is 0: see eligible)
         e.step_decoding = cohort.n
-        e.sink.now = t = el[i]
-        e.end_step(t)
+        e.sink.now = t = ends[i]
+        e.last_step_end = t
+        gaps.append(durs[i])
+        cohort.A += 1
+        e.finish_decoded(t)
         i += 1
         if (not cohort.n or e.waiting or e.chunks or e.joined_ready
                 or cohort.n != ns[bisect_right(starts, i - 1) - 1]):
-            return t, None  # the loop plans what comes next
+            out = t, None  # the loop plans what comes next
+            break
         if runner_heap and runner_heap[0][0] < top:  # a callback scheduled an event (a next turn)
             top = runner_heap[0][0]
             limit = min(limit, _limit(ends, top, next_sample))
         if i >= limit or not _plan_decode(e, t):
-            return t, None
+            out = t, None
+            break
     if i == i0:
         return None
+    # end_step's sums over steps i0 … i − 1, in order: step 0 (in flight when the stretch began) had
+    # n0 members, step j + 1 those planned at ns[m] for the segment m holding j
+    stats = e.stats
+    stats.steps += i - i0
+    busy, seq = stats.busy_s, stats.seq_s
+    j = i0
+    if j == 0:
+        d = durs[0]
+        busy += d
+        seq += d * n0
+        j = 1
+    for m in range(len(starts)):
+        hi = starts[m + 1] + 1 if m + 1 < len(starts) else i
+        if hi > i:
+            hi = i
+        if hi > j:
+            n = ns[m]
+            for d in durs[j:hi]:
+                busy += d
+                seq += d * n
+            j = hi
+    stats.busy_s, stats.seq_s = busy, seq
+    if running > stats.peak_running:
+        stats.peak_running = running
+    if out is not None:
+        return out
     e.step_decoding = cohort.n
-    return el[i - 1], el[i]
+    return ends[i - 1], ends[i]
 
 
-def _blocks(cohort, g: int, steps: int, bs: int) -> int:
-    """New blocks the members take when `steps` steps are planned from A = g on: a member takes one
-    whenever its length reaches a multiple of the block size, so every bs steps take one per member."""
-    cnt = cohort.cnt
-    total = (steps // bs) * cohort.n
-    for a in range(g + steps - steps % bs, g + steps):
-        total += cnt[(-a) % bs]
-    return total
-
-
-def _apply(e, el: list[float], i: int, k: int, blocks: int) -> None:
-    """The state after steps i … k − 1 finished (none of them completing anyone) and steps i + 1 … k
-    were planned: end_step's `now - step_start` and its sums one step at a time, in order (reduce adds
-    left to right, as end_step does), and the blocks taken at once."""
-    stats, cohort = e.stats, e.cohort
-    span = el[i:k]
-    durs = list(map(sub, span, [e.step_start, *el[i:k - 1]]))
-    stats.steps += k - i
-    stats.busy_s = reduce(add, durs, stats.busy_s)
-    stats.seq_s = reduce(add, map(mul, durs, repeat(cohort.n, k - i)), stats.seq_s)
-    if len(e.running) > stats.peak_running:
-        stats.peak_running = len(e.running)
-    cohort.gaps.extend(durs)
-    cohort.A += k - i
-    if blocks and not e.pool.try_allocate_anonymous(blocks):
-        raise RuntimeError(f"closed-form decode: the KV pool refused {blocks} blocks it counted as free")
-    e.last_step_end = e.step_start = span[-1]

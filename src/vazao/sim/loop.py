@@ -43,7 +43,7 @@ class Runner:
         self.overhead_s = request_overhead_s
         self.heap: list = []
         self._n = 0
-        self._stream: Iterator[RequestSpec] = workload.iter_plan()
+        self._stream: Iterator[RequestSpec] = workload.iter_specs()
         self._peek: RequestSpec | None = None
         self._index = 0
         self.parked: dict[str, tuple[RequestSpec, int]] = {}  # previous turn's id → (next turn's row, plan index)
@@ -148,12 +148,12 @@ class Runner:
 
     def _run_one(self, e: Engine) -> None:
         heap, stats, engines = self.heap, self.stats, self.all_engines
-        pop, begin, finish = heapq.heappop, e.scheduler.plan, e.end_step
+        pop, begin, finish = heapq.heappop, e.scheduler.schedule_step, e.end_step
         fast = fastpath.advance if self.closed_form else None
         end: float | None = None  # when the step in flight ends
         while heap or end is not None:
             if end is not None and (not heap or end <= heap[0][0]):
-                if fast is not None:
+                if fast is not None and not e.waiting:  # a request waiting: the scheduler admits it
                     done = fast(e, end, heap[0][0] if heap else _INF, stats.next_sample)
                     if done is not None:
                         self.now, end = done

@@ -51,7 +51,8 @@ class Scheduler:
     def _victim(self):
         return next(reversed(self.e.running))
 
-    def plan(self, now: float) -> float | None:
+    def schedule_step(self, now: float) -> float | None:
+        """Admit, chunk and batch the next step at `now`; its duration, or None when nothing can run."""
         e = self.e
         pool, cohort, running, waiting, bs = e.pool, e.cohort, e.running, e.waiting, e.bs
         spec = e.spec
@@ -208,7 +209,9 @@ class Scheduler:
         e = self.e
         cohort, spec = e.cohort, e.spec
         n_dec = cohort.n
-        ctx_dec = cohort.context_sum()
+        ctx_dec = cohort.sum_base + n_dec * cohort.A  # cohort.context_sum()
+        if not e.chunks and spec is None and self.timer is not None and self.cost is step_cost:
+            return self.timer.decode_time(n_dec, ctx_dec)  # the shape below, decode only
         if spec is not None and n_dec:
             q = spec.k + 1
             nseq, new, ctx, pairs, logits = n_dec, n_dec * q, ctx_dec, q * ctx_dec + n_dec * q * (q + 1) / 2, n_dec * q

@@ -238,9 +238,6 @@ class Workload:
 
         return iter_specs(self)
 
-    # TEMPORARY: the simulator's loop still calls the old name; goes with its next edit
-    iter_plan = iter_specs
-
 
 def _positive_int(value: Any, what: str, maximum: int) -> int:
     return int(inputs.number(value, what, minimum=1, maximum=maximum, integer=True))
