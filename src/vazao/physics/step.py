@@ -13,9 +13,39 @@ over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, Protocol, overload
 
-from vazao.physics.memory import ACT_BYTES, free_bytes_per_gpu, kv_bytes_per_token_per_gpu, weights_bytes
+from vazao.physics.memory import (
+    ACT_BYTES,
+    DeploymentShape,
+    free_bytes_per_gpu,
+    kv_bytes_per_token_per_gpu,
+    weights_bytes,
+)
+
+if TYPE_CHECKING:  # types only: numpy is imported where a grid sweep needs it
+    from typing import TypeAlias
+
+    import numpy as np
+    from numpy.typing import NDArray
+    from typing_extensions import TypeIs, TypeVar
+
+    from vazao.catalog.formats import Format, Support
+    from vazao.physics.profiles import EngineProfile
+
+    # A constant of the hardware side: a float (a Deployment's, the simulator's) or an array over accelerators
+    # (a grid sweep's, physics/grid.py). The default is what a bare `StepConstants` means: a Deployment's.
+    Num = TypeVar("Num", float, NDArray[np.float64], default=float)
+    _D = TypeVar("_D", bound=np.generic)
+    # StepTimer's terms of a decode step of n sequences (_decode_terms), then n·j for j = 0, 1, … (_terms)
+    DecodeTerms: TypeAlias = tuple[float, tuple[float, ...], float, tuple[float, ...], float, float]
+    Terms: TypeAlias = tuple[float, tuple[float, ...], float, tuple[float, ...], float, float, NDArray[np.float64]]
+else:
+    from typing import TypeVar
+
+    Num = TypeVar("Num")
 
 BOUNDS = ("compute", "memory", "communication", "overhead")
 DEQUANT_TILE_TOKENS = 64  # weight-only kernels unpack each weight tile once per this many tokens
@@ -29,6 +59,19 @@ INTER_NODE_LATENCY_S = 4e-6
 # its latency grows with the tensor-parallel width on top of the engine's fixed cost (allreduce_latency_s).
 INTRA_NODE_HOP_LATENCY_S = 1.9e-6
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
+
+
+class StepDeployment(DeploymentShape, Protocol):
+    """What the cost model reads of a Deployment (physics/deployment.py): a Protocol, not the class, because
+    deployment.py imports this module, so importing Deployment here, even for its type alone, would close an
+    import loop (tests/test_layering.py). A Deployment is one."""
+
+    @property
+    def weight_format(self) -> Format: ...
+    @property
+    def support(self) -> Support: ...
+    @property
+    def consts(self) -> StepConstants: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +99,7 @@ class BatchShape:
         return cls(batch, batch * prompt, batch * cached, batch * pairs, batch)
 
     @classmethod
-    def from_sequences(cls, seqs) -> BatchShape:
+    def from_sequences(cls, seqs: Iterable[tuple[int, int] | tuple[int, int, bool]]) -> BatchShape:
         """seqs: iterable of (new_tokens, cached_context, emits_token)."""
         n = new = ctx = logits = 0
         pairs = 0.0
@@ -82,7 +125,7 @@ class StepCost:
     flops: float  # per TP rank
     bytes: float  # per TP rank
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, float | str]:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
@@ -111,7 +154,7 @@ class ShardConstants:
     hidden_bytes_per_token: float
 
     @classmethod
-    def of(cls, dep) -> ShardConstants:
+    def of(cls, dep: StepDeployment) -> ShardConstants:
         """The constants of `dep`, shared by every deployment with the same inputs (a sweep over GPUs
         builds them once). The key is the value of everything `_build` reads, so equal inputs give
         the same constants whichever objects carry them."""
@@ -126,7 +169,7 @@ class ShardConstants:
         return hit
 
     @classmethod
-    def _build(cls, dep) -> ShardConstants:
+    def _build(cls, dep: StepDeployment) -> ShardConstants:
         m, f, tp = dep.model, dep.weight_format, dep.tp
         scale = dep.weights_bytes / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
         wb, eb = f.weight_bits / 8 * scale, f.embed_bits / 8 * scale
@@ -161,21 +204,30 @@ class ShardConstants:
 
 
 _SHARD_CACHE_SIZE = 4096  # distinct model × format × parallelism inputs kept; a planner sweep needs far fewer
-_SHARD_CACHE: dict[tuple, ShardConstants] = {}
+_SHARD_CACHE: dict[tuple[Hashable, ...], ShardConstants] = {}
 
 
-def _is_array(x) -> bool:
+def _is_array(x: object) -> TypeIs[NDArray[np.generic]]:
     """A numpy array (a grid sweep's), without importing numpy for the scalar path every command takes."""
     return type(x).__module__ == "numpy"
 
 
-def _where(cond, a, b):
+def _where(cond: NDArray[np.generic], a: float | NDArray[np.float64],
+           b: float | NDArray[np.float64]) -> NDArray[np.float64]:
     import numpy as np
 
     return np.where(cond, a, b)
 
 
-def _max2(a, b):
+@overload
+def _max2(a: float, b: float) -> float: ...
+@overload
+def _max2(a: NDArray[np.float64], b: float | NDArray[np.float64]) -> NDArray[np.float64]: ...
+@overload
+def _max2(a: float, b: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+
+def _max2(a: float | NDArray[np.float64], b: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
     """max() that also works elementwise on numpy arrays (the grid sweep evaluates many GPUs at once)."""
     if _is_array(a) or _is_array(b):
         import numpy as np
@@ -184,7 +236,17 @@ def _max2(a, b):
     return a if a >= b else b
 
 
-def _min2(a, b):
+@overload
+def _min2(a: int, b: int) -> int: ...
+@overload
+def _min2(a: float, b: float) -> float: ...
+@overload
+def _min2(a: NDArray[_D], b: float | NDArray[_D]) -> NDArray[_D]: ...
+@overload
+def _min2(a: float, b: NDArray[_D]) -> NDArray[_D]: ...
+
+
+def _min2(a: float | NDArray[_D], b: float | NDArray[_D]) -> float | NDArray[_D]:
     if _is_array(a) or _is_array(b):
         import numpy as np
 
@@ -192,14 +254,22 @@ def _min2(a, b):
     return a if a <= b else b
 
 
-def _pick(cond, a, b):
+@overload
+def _pick(cond: bool, a: Num, b: Num) -> Num: ...
+@overload
+def _pick(cond: NDArray[np.bool_], a: float | NDArray[np.float64],
+          b: float | NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+
+def _pick(cond: bool | NDArray[np.bool_], a: float | NDArray[np.float64],
+          b: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
     """a where cond else b, for a bool or elementwise for numpy arrays."""
     if _is_array(cond):
         return _where(cond, a, b)
     return a if cond else b
 
 
-def _node_links(tp: int, pp: int, g, inter, link) -> tuple:
+def _node_links(tp: int, pp: int, g: Num, inter: Num, link: Num) -> tuple[Num, Num, Num, Num]:
     """(all-reduce link, network steps per all-reduce, stage hand-off link across nodes, hand-offs that cross)
     for one replica of tp × pp GPUs laid out consecutively over nodes of g GPUs (a replica starts a node).
 
@@ -211,7 +281,8 @@ def _node_links(tp: int, pp: int, g, inter, link) -> tuple:
     Pipeline stages sit one after another: of the pp − 1 hand-offs, min(pp − 1, ceil(tp·pp / g) − 1) cross a
     node boundary (exact when g divides tp or tp divides g); such a hand-off goes out over the NICs of the
     stage's GPUs on that node, min(tp, g) of them (vLLM's send_tensor_dict(all_gather_group=tp group): each rank
-    sends its slice, the next stage all-gathers), again never faster than the link."""
+    sends its slice, the next stage all-gathers), again never faster than the link.
+    g, and the counts returned, are whole numbers typed as the links are: ints, or int arrays over accelerators."""
     nodes = -(-tp // g)
     spans = nodes > 1
     ranks = tp - (nodes - 1) * g
@@ -222,9 +293,11 @@ def _node_links(tp: int, pp: int, g, inter, link) -> tuple:
     return ar_link, net_steps, cross_link, crossings
 
 
-class StepConstants:
+class StepConstants(Generic[Num]):
     """The hardware and engine side of the cost model for one deployment. Every field may be a float
-    or, for grid sweeps (physics/grid.py), a numpy array over accelerators."""
+    or, for grid sweeps (physics/grid.py), a numpy array over accelerators: StepConstants[float] (a bare
+    StepConstants: a Deployment's) or StepConstants[NDArray[np.float64]] (a grid's). The engine's own
+    numbers stay floats either way."""
 
     __slots__ = ("shard", "matmul_peak", "attn_peak", "dequant_peak", "bandwidth", "compute_eff", "memory_eff",
                  "kv_memory_eff", "expert_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor",
@@ -233,9 +306,37 @@ class StepConstants:
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s")
 
-    def __init__(self, shard, eng, tp: int, pp: int, gpus_per_replica: int, free_bytes_per_gpu,
-                 matmul_peak, peak16, peak_fp32, bandwidth, link, host_link, narrow=False, gpus_per_node=None,
-                 inter_node_link=None) -> None:
+    shard: ShardConstants
+    matmul_peak: Num
+    attn_peak: Num
+    dequant_peak: Num
+    bandwidth: Num
+    compute_eff: float
+    memory_eff: float | Num
+    kv_memory_eff: float | Num
+    expert_memory_eff: float | Num
+    matmul_eff: float | Num
+    expert_eff: float | Num
+    ramp_tokens: float
+    dequant_factor: float
+    attn_eff: float
+    bubble: float
+    unhidden: float
+    allreduce_factor_s_per_byte: float | Num
+    allreduce_latency_s: float | Num
+    p2p_s_per_byte: float | Num
+    p2p_latency_s: float | Num
+    step_overhead_s: float
+    per_sequence_overhead_s: float
+    host_overlap: float
+    offload_s: Num
+
+    def __init__(self, shard: ShardConstants, eng: EngineProfile, tp: int, pp: int, gpus_per_replica: int,
+                 free_bytes_per_gpu: Num, matmul_peak: Num, peak16: Num, peak_fp32: Num, bandwidth: Num, link: Num,
+                 host_link: Num, narrow: bool | Num = False,
+                 gpus_per_node: Num | None = None, inter_node_link: Num | None = None) -> None:
+        """`narrow` (a bool, or a bool array) and `gpus_per_node` (an int, or an int array) are typed as the
+        numbers are: arrays exactly when they are (a grid sweep's)."""
         self.shard = shard
         self.matmul_peak = matmul_peak
         self.attn_peak = peak16
@@ -262,8 +363,13 @@ class StepConstants:
         self.dequant_factor = eng.dequant_factor
         link = link * eng.comm_efficiency
         # Past one node the network sets the pace (_node_links); inside one nothing changes.
+        ar_link: Num
+        ar_net_steps: int | Num
+        cross_link: Num
+        crossings: int | Num
         ar_link, ar_net_steps, cross_link, crossings = link, 0, link, 0
         if gpus_per_node is not None:
+            assert inter_node_link is not None  # a node comes with its network (catalog/hardware.py: `node`)
             ar_link, ar_net_steps, cross_link, crossings = _node_links(tp, pp, gpus_per_node,
                                                                        inter_node_link * eng.comm_efficiency, link)
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
@@ -285,23 +391,27 @@ class StepConstants:
         self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
 
     @classmethod
-    def of(cls, dep) -> StepConstants:
+    def of(cls, dep: StepDeployment) -> StepConstants[float]:
         acc = dep.accelerator
         peak16 = acc.peak_16bit[1] * (acc.fp16_accumulate_speedup if dep.engine.fp16_accumulate else 1.0)
         native = dep.support.status == "native"
         dtype = dep.weight_format.compute_dtype
-        return cls(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
-                   free_bytes_per_gpu(dep), (acc.peak(dtype) if native and dtype not in ("fp16", "bf16") else peak16),
-                   peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
-                   acc.host_link_bytes_per_s, narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
-                   gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s)
+        # StepConstants, not cls: the class is generic, and `of` builds the scalar kind (there are no subclasses)
+        return StepConstants(ShardConstants.of(dep), dep.engine, dep.tp, dep.pp, dep.gpus_per_replica,
+                             free_bytes_per_gpu(dep),
+                             (acc.peak(dtype) if native and dtype not in ("fp16", "bf16") else peak16),
+                             peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
+                             acc.host_link_bytes_per_s,
+                             narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
+                             gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
     """Expected distinct experts a step's tokens route to, per MoE layer: E·(1 − (1 − k/E)^T)."""
     if num_experts == 0 or tokens <= 0:
         return 0.0
-    return num_experts * (1.0 - (1.0 - per_token / num_experts) ** tokens)
+    untouched: float = (1.0 - per_token / num_experts) ** tokens  # float ** float is typed Any (a negative base)
+    return num_experts * (1.0 - untouched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +463,7 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     )
 
 
-def roofline(w: StepWork, c: StepConstants) -> tuple:
+def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num, float, Num]:
     """(compute_s, memory_s, comm_s, overhead_s, time_s) of a step's work on the hardware `c`;
     elementwise when `c` holds arrays."""
     s = c.shard
@@ -382,7 +492,7 @@ def roofline(w: StepWork, c: StepConstants) -> tuple:
     return compute_s, memory_s, comm_s, overhead_s, time_s
 
 
-def step_cost(dep, shape: BatchShape) -> StepCost:
+def step_cost(dep: StepDeployment, shape: BatchShape) -> StepCost:
     """Time of one engine step computing `shape` on `dep` (see the module docstring)."""
     if shape.new_tokens <= 0 or shape.num_seqs <= 0:
         return StepCost(0.0, 0.0, 0.0, 0.0, 0.0, "overhead", 0.0, 0.0)
@@ -410,14 +520,14 @@ class StepTimer:
 
     __slots__ = ("c", "s", "_attn_div", "_mem_div", "_kv_div", "_exp_div", "_per_n", "_plain")
 
-    def __init__(self, c: StepConstants):
+    def __init__(self, c: StepConstants) -> None:
         self.c = c
         self.s = c.shard
         self._attn_div = c.attn_peak * c.attn_eff
         self._mem_div = c.bandwidth * c.memory_eff
         self._kv_div = c.bandwidth * c.kv_memory_eff
         self._exp_div = c.bandwidth * c.expert_memory_eff
-        self._per_n: dict[int, tuple] = {}  # batch size → its decode terms (_decode_terms) and n·j
+        self._per_n: dict[int, Terms] = {}  # batch size → its decode terms (_decode_terms) and n·j
         # nothing after max(compute, memory) but comm and overhead, and no sliding windows
         self._plain = not (c.unhidden or c.bubble or c.host_overlap or c.shard.attn_flops_per_pair_window
                            or c.shard.kv_bytes_per_token_window)
@@ -489,7 +599,7 @@ class StepTimer:
         memory_s = memory_pre + s.kv_bytes_per_token_full * cn / self._kv_div
         return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
 
-    def _decode_terms(self, n: int) -> tuple:
+    def _decode_terms(self, n: int) -> DecodeTerms:
         """The terms of a decode step of n sequences (BatchShape(n, n, ctx, ctx + n + 0.0, n)) that do
         not depend on its context: (compute before attention, compute after it, memory before the KV
         reads, memory after them, comm, overhead), each as step_work and roofline compute it."""
@@ -516,7 +626,7 @@ class StepTimer:
         return (compute_pre, tuple(x for x in compute_post if x != 0.0), memory_pre,
                 tuple(x for x in memory_post if x != 0.0), comm_s, overhead_s)
 
-    def _terms(self, n: int, m: int) -> tuple:
+    def _terms(self, n: int, m: int) -> Terms:
         """_decode_terms(n), then n·j for j = 0 … m − 1 (at least) as doubles: kept per batch size (a
         run sees a few hundred at most)."""
         terms = self._per_n.get(n)
@@ -527,7 +637,7 @@ class StepTimer:
             terms = self._per_n[n] = (*(terms[:-1] if terms else self._decode_terms(n)), steps)
         return terms
 
-    def _memory_bound(self, terms: tuple, n: int, c0: int, m: int) -> bool:
+    def _memory_bound(self, terms: Terms, n: int, c0: int, m: int) -> bool:
         """Whether all m decode steps from context + n = c0 on take the memory term of max(): both terms
         grow with the context (each operation is monotonic), so it is enough that the last step's compute
         term is below the first one's (the scalar values are exactly those of the steps' own)."""
@@ -561,9 +671,10 @@ class StepTimer:
 
         out = np.empty(m)
         self.decode_times(n, c0, out)
-        return out.tolist()
+        times: list[float] = out.tolist()
+        return times
 
-    def decode_times(self, n: int, c0: int, out) -> None:
+    def decode_times(self, n: int, c0: int, out: NDArray[np.float64]) -> None:
         """Times of len(out) decode steps of n sequences into `out` (float64), the first step's context
         + n being c0 and each next one n more (every member one token longer): BatchShape(n, n, ctx,
         ctx + n + 0.0, n). Full-attention models only: sliding windows take the scalar path's min().
@@ -621,7 +732,8 @@ class StepTimer:
             work = np.maximum(compute, memory, out=compute)
         self._finish_times(work, comm_s, overhead_s, out)
 
-    def _finish_times(self, work, comm_s: float, overhead_s: float, out) -> None:
+    def _finish_times(self, work: NDArray[np.float64], comm_s: float, overhead_s: float,
+                      out: NDArray[np.float64]) -> None:
         """roofline after max(compute, memory): the pipeline bubble, comm, overhead, host overlap."""
         import numpy as np
 

@@ -20,7 +20,7 @@ from vazao.sim.stats import add_window
 class DecodeCohort:
     __slots__ = ("A", "n", "sum_base", "bs", "cnt", "heap", "track", "gaps")
 
-    def __init__(self, block_size: int, track: int = 0, gaps: array | None = None):
+    def __init__(self, block_size: int, track: int = 0, gaps: array[float] | None = None) -> None:
         self.A = 0
         self.n = 0
         self.sum_base = 0

@@ -9,6 +9,7 @@ advances and hands back the requests that finished.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING, Protocol, cast
 
 from vazao.sim.cohort import DecodeCohort
 from vazao.sim.config import SimConfig
@@ -17,16 +18,37 @@ from vazao.sim.scheduler import Scheduler
 from vazao.sim.sequence import Seq
 from vazao.sim.speculative import SpecModel
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from vazao.physics.deployment import Deployment
+    from vazao.sim.stats import Stats
+
+
+class Sink(Protocol):
+    """What an engine calls back, and what the closed-form stretches (fastpath.py) read and set, of the
+    runner (sim/loop.py): a Protocol, not the class, because loop.py imports this module and a type-only
+    import back would close a loop (tests/test_layering.py). A Runner is one."""
+
+    now: float  # the runner's clock
+
+    @property
+    def heap(self) -> Sequence[tuple[float, int, int, object]]: ...  # its events: (time_s, seq_no, kind, payload)
+    def on_finish(self, engine: Engine, seq: Seq, now: float) -> None: ...
+    def on_handoff(self, engine: Engine, seq: Seq, now: float) -> None: ...
+
 
 class Engine:
-    def __init__(self, dep, cfg: SimConfig, num_blocks: int, max_context: int, stats, sink, *,
-                 index: int = 0, role: str = "both"):
+    def __init__(self, dep: Deployment, cfg: SimConfig, num_blocks: int, max_context: int, stats: Stats,
+                 sink: Sink | None, *, index: int = 0, role: str = "both") -> None:
         self.dep = dep
         self.cfg = cfg
         self.index = index
         self.role = role  # both | prefill | decode
         self.stats = stats
-        self.sink = sink  # the runner: on_finish(engine, seq, now), on_handoff(engine, seq, now)
+        # the runner: on_finish(engine, seq, now), on_handoff(engine, seq, now); None until the Runner that takes
+        # the engine sets itself (Runner.__init__), before any step
+        self.sink = cast("Sink", sink)
         self.bs = cfg.block_size
         self.paged = cfg.kv_layout == "paged"
         self.pool = BlockPool(num_blocks, self.bs, caching=cfg.prefix_caching and self.paged)

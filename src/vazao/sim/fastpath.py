@@ -26,17 +26,22 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, chain
 from operator import sub
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vazao.physics.step import step_cost
+
+if TYPE_CHECKING:
+    from vazao.sim.cohort import DecodeCohort
+    from vazao.sim.engine import Engine
 
 MIN_STEPS = 8  # below this the arrays cost more than the steps they replace
 STRETCH_STEPS = 4096  # the most steps one stretch costs at once: bounds the arrays (memory flat with run length)
 _INF = float("inf")
 
 
-def eligible(e) -> bool:
+def eligible(e: Engine) -> bool:
     """The step in flight decodes the whole cohort one token each, and the next one will too."""
     if e.spec is not None or e.chunks or e.joined_ready or e.waiting or e.prefilling or e.step_a != 1:
         return False
@@ -50,7 +55,7 @@ def eligible(e) -> bool:
     return not (s.window and s.kv_bytes_per_token_window)  # sliding windows take the scalar path's min()
 
 
-def _finishing(cohort, upto: int) -> list[tuple[int, int]]:
+def _finishing(cohort: DecodeCohort, upto: int) -> list[tuple[int, int]]:
     """(A at which it finishes, base) of the members that finish by A = `upto`, in finishing order;
     stale heap entries (a member that left and came back) are the ones cohort.advance skips."""
     done = [(fin, seq.base) for fin, _, seq in cohort.heap if fin <= upto and seq.in_cohort and seq.fin == fin]
@@ -58,7 +63,7 @@ def _finishing(cohort, upto: int) -> list[tuple[int, int]]:
     return done
 
 
-def _segments(cohort, a0: int, r: int, moe: bool) -> tuple[int, list[int], list[int], list[int]]:
+def _segments(cohort: DecodeCohort, a0: int, r: int, moe: bool) -> tuple[int, list[int], list[int], list[int]]:
     """(rounds, segments) of the next `r` steps: step j + 1 is planned at A = a0 + 1 + j with the
     members that have not finished by then, so the batch only changes where members finish. Segment m
     covers steps j + 1 for j from starts[m] to the next start, with ns[m] members whose bases sum to
@@ -95,7 +100,7 @@ def _segments(cohort, a0: int, r: int, moe: bool) -> tuple[int, list[int], list[
     return r, starts, ns, sums
 
 
-def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float | None] | None:
+def advance(e: Engine, end: float, top: float, next_sample: float) -> tuple[float, float | None] | None:
     """Finish the step in flight (ending at `end`) and the decode steps after it, as the loop would
     with no event before `top` and no sample before `next_sample`. Returns (the last finished step's
     end, the end of the step now in flight — None when the loop is to plan the next step itself), or
@@ -123,8 +128,10 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
         return None
     stop_t = top if top < next_sample else next_sample
     r = STRETCH_STEPS if stop_t == _INF or last <= 0 else min(STRETCH_STEPS, int((stop_t - end) / last) + 2 + i0)
+    timer = e.scheduler.timer
+    assert timer is not None  # eligible and _completes_prompts checked it
     if r >= MIN_STEPS:
-        r, starts, ns, sums = _segments(cohort, a0, r, bool(e.scheduler.timer.s.num_experts))
+        r, starts, ns, sums = _segments(cohort, a0, r, bool(timer.s.num_experts))
     if r < MIN_STEPS:
         if not i0:  # one step, as the loop would take it: end_step, then plan the next decode step
             e.sink.now = end
@@ -133,7 +140,6 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
                 return end, None
         return end, end + e.scheduler._cost()
     # the scheduler's shape per step: BatchShape(n, n, ctx, ctx + n + 0.0, n), ctx = Σ base + n·A
-    timer = e.scheduler.timer
     if len(starts) == 1:
         times = timer.decode_list(ns[0], sums[0] + ns[0] * (a0 + 1) + ns[0], r)
     else:
@@ -146,7 +152,7 @@ def advance(e, end: float, top: float, next_sample: float) -> tuple[float, float
     return out if out is not None or not i0 else (end, ends[1])
 
 
-def _completes_prompts(e) -> bool:
+def _completes_prompts(e: Engine) -> bool:
     """The step in flight computes the last chunk of every prompt in progress, with nobody waiting."""
     if e.spec is not None or not e.chunks or e.waiting or e.joined_ready or e.step_a != 1 or e.role != "both":
         return False
@@ -159,7 +165,7 @@ def _completes_prompts(e) -> bool:
     return not (s.window and s.kv_bytes_per_token_window)
 
 
-def _plan_decode(e, now: float) -> bool:
+def _plan_decode(e: Engine, now: float) -> bool:
     """Scheduler.schedule_step for a batch that only decodes: the members' new blocks, then the step is in
     flight. False (and nothing changed) when the blocks are short: the loop's plan preempts."""
     cohort = e.cohort
@@ -181,7 +187,7 @@ def _limit(ends: list[float], top: float, next_sample: float) -> int:
     return bisect_left(ends, next_sample, 0, len(ends) - 1)
 
 
-def _walk(e, ends: list[float], starts: list[int], ns: list[int], a0: int, i: int, top: float,
+def _walk(e: Engine, ends: list[float], starts: list[int], ns: list[int], a0: int, i: int, top: float,
           next_sample: float) -> tuple[float, float | None] | None:
     """Apply the stretch: runs of plain steps at once, then each step at which members finish as
     end_step would (records, freed blocks, the runner's callbacks). Step j ends at ends[j], is planned

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from vazao.limits import MAX_SIM_REQUESTS
 from vazao.sim import fastpath
@@ -20,6 +21,18 @@ from vazao.sim.disagg import KVLink
 from vazao.sim.engine import Engine
 from vazao.sim.sequence import Seq
 from vazao.workload import RequestSpec, Workload
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    from vazao.sim.stats import Stats
+
+    # An event's payload, by kind: (row, plan index, root) for RELEASE, the Engine for STEP, (source, destination,
+    # seq) for TRANSFER, (engine, seq) for ENQUEUE.
+    Payload: TypeAlias = tuple[RequestSpec, int, bool] | Engine | tuple[Engine, Engine, Seq] | tuple[Engine, Seq]
+    # (time_s, seq_no, kind, payload). The payload's type follows `kind`, which mypy cannot tie to it, and
+    # narrowing the union would cost an isinstance per event: Any.
+    Event: TypeAlias = tuple[float, int, int, Any]
 
 RELEASE, STEP, TRANSFER, ENQUEUE = 0, 1, 2, 3
 _INF = float("inf")
@@ -31,7 +44,7 @@ class Runner:
     closed_form = True
 
     def __init__(self, workload: Workload, engines: list[Engine], decode_engines: list[Engine] | None,
-                 stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0):
+                 stats: Stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0) -> None:
         self.w = workload
         self.engines = engines  # where requests go first (prefill pool when disaggregated)
         self.decoders = decode_engines or []
@@ -41,7 +54,7 @@ class Runner:
         self.max_waiting = max_waiting
         # HTTP, tokenization and queue hand-off before the engine sees a request (engine profile)
         self.overhead_s = request_overhead_s
-        self.heap: list = []
+        self.heap: list[Event] = []
         self._n = 0
         self._stream: Iterator[RequestSpec] = workload.iter_specs()
         self._peek: RequestSpec | None = None
@@ -79,7 +92,7 @@ class Runner:
             self.parked[nxt.after] = (nxt, self._index)
             self._index += 1
 
-    def push(self, t: float, kind: int, payload) -> None:
+    def push(self, t: float, kind: int, payload: Payload) -> None:
         self._n += 1
         heapq.heappush(self.heap, (t, self._n, kind, payload))
 
@@ -103,6 +116,7 @@ class Runner:
     # ---- running ----------------------------------------------------------------------------------
     def run(self) -> None:
         if self.closed:
+            assert self.w.concurrency is not None  # a closed loop has one
             for _ in range(self.w.concurrency):
                 self._release_root(0.0)
         else:
@@ -113,7 +127,7 @@ class Runner:
             self._run_many()
         self.stats.sample(self.now, self.all_engines)
 
-    def _on_release(self, payload, t: float) -> None:
+    def _on_release(self, payload: tuple[RequestSpec, int, bool], t: float) -> None:
         row, i, root = payload
         if root and not self.closed:
             self._release_root(t)
@@ -135,7 +149,8 @@ class Runner:
             elif kind == RELEASE:
                 self._on_release(payload, t)
             elif kind == ENQUEUE:
-                self._enqueue(*payload, t)
+                enqueued: tuple[Engine, Seq] = payload
+                self._enqueue(*enqueued, t)
             else:
                 self._transfer_done(*payload)
             if self.kick and (not heap or heap[0][0] > t):
@@ -174,7 +189,8 @@ class Runner:
             t, _, kind, payload = pop(heap)
             self.now = t
             if kind == ENQUEUE:
-                self._enqueue(*payload, t)
+                enqueued: tuple[Engine, Seq] = payload
+                self._enqueue(*enqueued, t)
             else:
                 self._on_release(payload, t)
             if self.kick and (not heap or heap[0][0] > t):
@@ -257,6 +273,7 @@ class Runner:
 
     def on_handoff(self, engine: Engine, seq: Seq, now: float) -> None:
         dst = min(self.decoders, key=Engine.outstanding)
+        assert self.link is not None  # a prefill engine hands off only when disaggregated, which has a link
         self.push(now + self.link.transfer_s(seq.target), TRANSFER, (engine, dst, seq))
 
     def _transfer_done(self, src: Engine, dst: Engine, seq: Seq) -> None:

@@ -24,11 +24,68 @@ prompts in one step; the batch runs until its longest member finishes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from vazao.physics.step import BatchShape, StepTimer, step_cost
+
+if TYPE_CHECKING:
+    from collections import deque
+    from collections.abc import Callable
+
+    from vazao.physics.deployment import Deployment
+    from vazao.physics.step import StepCost
+    from vazao.sim.cohort import DecodeCohort
+    from vazao.sim.config import SimConfig
+    from vazao.sim.kv_pool import BlockPool
+    from vazao.sim.sequence import Seq
+    from vazao.sim.speculative import SpecModel
+    from vazao.sim.stats import Stats
+
+
+class EngineState(Protocol):
+    """What the scheduler reads and sets of its engine (sim/engine.py): a Protocol, not the class, because
+    engine.py imports this module and a type-only import back would close a loop (tests/test_layering.py).
+    An Engine is one. Plain attributes are the ones the scheduler sets; properties it only reads."""
+
+    step_a: int
+    step_decoding: int
+    joined_ready: list[Seq]
+    busy: bool
+    step_start: float
+
+    @property
+    def cfg(self) -> SimConfig: ...
+    @property
+    def dep(self) -> Deployment: ...
+    @property
+    def max_context(self) -> int: ...
+    @property
+    def pool(self) -> BlockPool: ...
+    @property
+    def cohort(self) -> DecodeCohort: ...
+    @property
+    def running(self) -> dict[Seq, None]: ...
+    @property
+    def waiting(self) -> deque[Seq]: ...
+    @property
+    def prefilling(self) -> deque[Seq]: ...
+    @property
+    def chunks(self) -> list[tuple[Seq, int]]: ...
+    @property
+    def bs(self) -> int: ...
+    @property
+    def spec(self) -> SpecModel | None: ...
+    @property
+    def grow(self) -> bool: ...
+    @property
+    def stats(self) -> Stats: ...
+    def blocks_for(self, seq: Seq) -> int: ...
+    def admit(self, seq: Seq) -> None: ...
+    def preempt(self, seq: Seq) -> None: ...
 
 
 class Scheduler:
-    def __init__(self, engine):
+    def __init__(self, engine: EngineState) -> None:
         self.e = engine
         cfg = engine.cfg
         self.static = cfg.scheduler == "static"
@@ -41,14 +98,15 @@ class Scheduler:
                        else max(cfg.max_num_batched_tokens, engine.max_context))
         self.max_seqs = cfg.max_num_seqs
         self.prefill_first = cfg.prefill_priority and not self.static
-        self.cost = step_cost
+        self.cost: Callable[[Deployment, BatchShape], StepCost] = step_cost
         self.dep = engine.dep
         # step_cost's time without its objects, for the simulator's scalar constants (a grid's are arrays)
         consts = engine.dep.consts
         self.timer = StepTimer(consts) if StepTimer.usable(consts) else None
-        self.memo: dict = {}  # (prefix id, blocks) → (pool.evictions when looked up, block ids)
+        # (prefix id, blocks) → (pool.evictions when looked up, block ids)
+        self.memo: dict[tuple[str | None, int], tuple[int, tuple[int, ...]]] = {}
 
-    def _victim(self):
+    def _victim(self) -> Seq:
         return next(reversed(self.e.running))
 
     def schedule_step(self, now: float) -> float | None:
@@ -187,7 +245,7 @@ class Scheduler:
             budget -= n
             scheduled = True
 
-    def _hits(self, seq, target: int) -> list[int]:
+    def _hits(self, seq: Seq, target: int) -> list[int]:
         """Cached blocks at the head of the prompt (at least its last token is always computed).
         A request that shares only a prefix reuses the last lookup of that prefix while nothing has
         been evicted since (evictions are the only way a cached block loses its key)."""

@@ -10,7 +10,7 @@ ALL = 1 << 62  # key_cap of a request whose every block may be asked for again
 
 
 @lru_cache(maxsize=1024)
-def prefix_keys(prefix_id: str | None, blocks: int) -> tuple:
+def prefix_keys(prefix_id: str | None, blocks: int) -> tuple[tuple[str | None, int], ...]:
     """Keys of the first `blocks` blocks of a shared prefix (the same for every request using it)."""
     return tuple((prefix_id, j) for j in range(blocks))
 
@@ -26,7 +26,7 @@ class Seq:
     )
 
     def __init__(self, rid: str, index: int, arrival_s: float, prompt: int, output: int,
-                 prefix_id: str | None, prefix_tokens: int, conversation_id: str | None, counted: bool):
+                 prefix_id: str | None, prefix_tokens: int, conversation_id: str | None, counted: bool) -> None:
         self.rid = rid
         self.index = index  # position in the plan
         self.arrival_s = arrival_s
@@ -63,10 +63,10 @@ class Seq:
             return (self.prefix_id, j)
         return (self.prefix_id, self.prefix_tokens, self.stream, j)
 
-    def keys(self, limit: int, block_size: int) -> list:
+    def keys(self, limit: int, block_size: int) -> list[Hashable]:
         """Content keys of the first `limit` full blocks."""
         head = min(limit, self.prefix_tokens // block_size)
-        keys = list(prefix_keys(self.prefix_id, head)) if head else []
+        keys: list[Hashable] = list(prefix_keys(self.prefix_id, head)) if head else []
         keys.extend(self.block_key(j, block_size) for j in range(head, limit))
         return keys
 
