@@ -654,7 +654,8 @@ class StepTimer:
         return compute_last < memory_first
 
     def decode_list(self, n: int, c0: int, m: int) -> list[float]:
-        """decode_times as a list, for m steps. A short run of a dense model's memory-bound decode on
+        """decode_times as a list, for m steps (full-attention models only, as decode_times; the fast path
+        leaves sliding windows to the scalar path). A short run of a dense model's memory-bound decode on
         one GPU takes the scalar operations (cheaper than numpy's per-call cost on a few values): the
         memory branch of max() without its zero terms, on the same doubles."""
         terms = self._per_n.get(n)
