@@ -550,17 +550,11 @@ class StepTimer:
             win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
         else:
             win_ctx, win_pairs = ctx, pairs
-        touched = experts_touched(s.num_experts, s.experts_per_token, new) if s.num_experts else 0.0
-        weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
+        touched, weight_bytes, matmul_flops, dequant_flops, expert_bytes, act, dense_eff = self._weights(new, logits)
         kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
-        matmul_flops = s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits
         attn_flops = s.attn_flops_per_pair_full * pairs + s.attn_flops_per_pair_window * win_pairs
-        dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
-        expert_bytes = touched * s.expert_bytes
-        act = new * s.hidden_bytes_per_token
         # roofline
         ramp = c.ramp_tokens
-        dense_eff = c.matmul_eff * (new / (new + ramp) if ramp else 1.0)
         compute_s = (matmul_flops / (c.matmul_peak * dense_eff) + attn_flops / self._attn_div
                      + dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff)
         if s.expert_flops_per_token:
@@ -599,19 +593,26 @@ class StepTimer:
         memory_s = memory_pre + s.kv_bytes_per_token_full * cn / self._kv_div
         return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
 
+    def _weights(self, new: int, logits: int) -> tuple[float, float, float, float, float, float, float]:
+        """What a step of `new` tokens (`logits` of them emitting) reads and computes of the weights, as
+        step_work and roofline compute it: (experts touched, weight bytes, matmul FLOPs, dequant FLOPs,
+        routed-expert bytes, activation bytes, dense GEMM efficiency). Shared by time and _decode_terms."""
+        s, c = self.s, self.c
+        touched = experts_touched(s.num_experts, s.experts_per_token, new)  # 0.0 for a dense model
+        ramp = c.ramp_tokens
+        return (touched, s.dense_weight_bytes + touched * s.expert_bytes,
+                s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits,
+                s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
+                touched * s.expert_bytes, new * s.hidden_bytes_per_token,
+                c.matmul_eff * (new / (new + ramp) if ramp else 1.0))
+
     def _decode_terms(self, n: int) -> DecodeTerms:
         """The terms of a decode step of n sequences (BatchShape(n, n, ctx, ctx + n + 0.0, n)) that do
         not depend on its context: (compute before attention, compute after it, memory before the KV
         reads, memory after them, comm, overhead), each as step_work and roofline compute it."""
         s, c = self.s, self.c
-        touched = experts_touched(s.num_experts, s.experts_per_token, n)
-        weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
-        matmul_flops = s.matmul_flops_per_token * n + s.lm_head_flops_per_logit * n
-        dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-n // DEQUANT_TILE_TOKENS)
-        expert_bytes = touched * s.expert_bytes
-        act = n * s.hidden_bytes_per_token
+        touched, weight_bytes, matmul_flops, dequant_flops, expert_bytes, act, dense_eff = self._weights(n, n)
         ramp = c.ramp_tokens
-        dense_eff = c.matmul_eff * (n / (n + ramp) if ramp else 1.0)
         compute_pre = matmul_flops / (c.matmul_peak * dense_eff)
         compute_post = [dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff]
         if s.expert_flops_per_token:
