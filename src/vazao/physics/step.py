@@ -476,10 +476,24 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
         compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)
     memory_s = ((w.bytes - w.expert_bytes) / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff)
                 + w.expert_bytes / (c.bandwidth * c.expert_memory_eff) + c.offload_s)
-    act = w.collective_bytes
-    comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
-              + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+    comm_s = _comm_s(c, w.collective_bytes)
     overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
+    comm_s, time_s = _settle(c, compute_s, memory_s, comm_s, overhead_s)
+    return compute_s, memory_s, comm_s, overhead_s, time_s
+
+
+def _comm_s(c: StepConstants[Num], act: float) -> float | Num:
+    """A step's all-reduces and pipeline hand-offs for `act` activation bytes (roofline and StepTimer)."""
+    s = c.shard
+    return (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
+            + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+
+
+def _settle(c: StepConstants[Num], compute_s: Num, memory_s: Num, comm_s: float | Num,
+            overhead_s: float) -> tuple[float | Num, Num]:
+    """(comm_s, time_s) from a step's parts as the profile overlaps them: the larger of compute and
+    memory (plus the share of the smaller one the engine does not hide), the pipeline bubble, then the
+    host's per-step work, partly overlapped with the device's. One place for roofline and StepTimer."""
     work_s = _max2(compute_s, memory_s)
     if c.unhidden:
         work_s = work_s + c.unhidden * (compute_s + memory_s - work_s)
@@ -489,7 +503,7 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
     time_s = device_s + overhead_s
     if c.host_overlap:
         time_s = time_s - c.host_overlap * _min2(device_s, overhead_s)
-    return compute_s, memory_s, comm_s, overhead_s, time_s
+    return comm_s, time_s
 
 
 def step_cost(dep: StepDeployment, shape: BatchShape) -> StepCost:
@@ -563,19 +577,8 @@ class StepTimer:
             compute_s = compute_s + s.expert_flops_per_token * new / (c.matmul_peak * expert_eff)
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
                     + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
-        comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
-                  + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-        work_s = compute_s if compute_s >= memory_s else memory_s
-        if c.unhidden:
-            work_s = work_s + c.unhidden * (compute_s + memory_s - work_s)
-        if c.bubble:
-            comm_s = comm_s + work_s * c.bubble
-        device_s = work_s + comm_s
-        time_s = device_s + overhead_s
-        if c.host_overlap:
-            time_s = time_s - c.host_overlap * (device_s if device_s <= overhead_s else overhead_s)
-        return time_s
+        return _settle(c, compute_s, memory_s, _comm_s(c, act), overhead_s)[1]
 
     def decode_time(self, n: int, ctx: int) -> float:
         """time(n, n, ctx, ctx + n + 0.0, n): one decode step of n sequences holding ctx tokens."""
@@ -621,8 +624,7 @@ class StepTimer:
             compute_post.append(s.expert_flops_per_token * n / (c.matmul_peak * expert_eff))
         memory_pre = (weight_bytes + s.act_bytes_per_token * n - expert_bytes) / self._mem_div
         memory_post = [expert_bytes / self._exp_div, c.offload_s]
-        comm_s = (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
-                  + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
+        comm_s = _comm_s(c, act)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
         return (compute_pre, tuple(x for x in compute_post if x != 0.0), memory_pre,
                 tuple(x for x in memory_post if x != 0.0), comm_s, overhead_s)
