@@ -521,6 +521,22 @@ def step_cost(dep: StepDeployment, shape: BatchShape) -> StepCost:
 SHORT_RUN = 32  # decode steps up to which StepTimer.decode_list costs them one by one
 
 
+def _decode_side(cn: NDArray[np.float64], full: float, window: float, div: float, pre: float,
+                 post: tuple[float, ...]) -> NDArray[np.float64]:
+    """One side of a run of decode steps' roofline, elementwise over the steps' ctx + n (`cn`): pre +
+    (cn·full [+ cn·window]) / div + each post term, in roofline's order (StepTimer.decode_times)."""
+    import numpy as np
+
+    side = np.multiply(cn, full)
+    if window:
+        side += cn * window
+    side /= div
+    np.add(pre, side, out=side)
+    for x in post:
+        side += x
+    return side
+
+
 class StepTimer:
     """`step_cost(dep, shape).time_s` for one deployment with scalar constants (the simulator's), and
     the times of a run of decode steps as an array, without building a BatchShape, StepWork and
@@ -711,21 +727,11 @@ class StepTimer:
             self._finish_times(cn, comm_s, overhead_s, out)
             return
         # compute_s = matmul + attention (+ dequant + experts); attention over pairs = ctx + n
-        compute = np.multiply(cn, s.attn_flops_per_pair_full)
-        if s.attn_flops_per_pair_window:
-            compute += cn * s.attn_flops_per_pair_window
-        compute /= self._attn_div
-        np.add(compute_pre, compute, out=compute)
-        for x in compute_post:
-            compute += x
+        compute = _decode_side(cn, s.attn_flops_per_pair_full, s.attn_flops_per_pair_window, self._attn_div,
+                               compute_pre, compute_post)
         # memory_s = weights and activations + KV of ctx + new tokens (+ experts + offload)
-        memory = np.multiply(cn, s.kv_bytes_per_token_full)
-        if s.kv_bytes_per_token_window:
-            memory += cn * s.kv_bytes_per_token_window
-        memory /= self._kv_div
-        np.add(memory_pre, memory, out=memory)
-        for x in memory_post:
-            memory += x
+        memory = _decode_side(cn, s.kv_bytes_per_token_full, s.kv_bytes_per_token_window, self._kv_div,
+                              memory_pre, memory_post)
         if c.unhidden:
             work = np.maximum(compute, memory)
             compute += memory  # compute_s + memory_s - work_s, as roofline groups it
