@@ -435,16 +435,19 @@ class StepWork:
         return self.matmul_flops + self.expert_flops + self.attn_flops + self.dequant_flops
 
 
-def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
-    n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
-    # Sliding-window layers read at most `window` tokens per sequence (exact for equal contexts).
+def _windowed(s: ShardConstants, n: int, new: int, ctx: float, pairs: float) -> tuple[float, float]:
+    """(context tokens, attention pairs) of the sliding-window layers: each reads at most `window` tokens
+    per sequence (exact for equal contexts); the full ones where the model has no windows."""
     if s.window and s.kv_bytes_per_token_window:
         avg_ctx = ctx / n
-        win_ctx = n * min(avg_ctx, s.window)
         avg_new = new / n
-        win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
-    else:
-        win_ctx, win_pairs = ctx, shape.attention_pairs
+        return n * min(avg_ctx, s.window), n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
+    return ctx, pairs
+
+
+def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
+    n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
+    win_ctx, win_pairs = _windowed(s, n, new, ctx, shape.attention_pairs)
     touched = experts_touched(s.num_experts, s.experts_per_token, new)
     weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
     kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
@@ -573,13 +576,7 @@ class StepTimer:
             return 0.0
         s, c = self.s, self.c
         # step_work
-        if s.window and s.kv_bytes_per_token_window:
-            avg_ctx = ctx / n
-            win_ctx = n * min(avg_ctx, s.window)
-            avg_new = new / n
-            win_pairs = n * avg_new * min(avg_ctx + (avg_new + 1) / 2.0, s.window)
-        else:
-            win_ctx, win_pairs = ctx, pairs
+        win_ctx, win_pairs = _windowed(s, n, new, ctx, pairs)
         touched, weight_bytes, matmul_flops, dequant_flops, expert_bytes, act, dense_eff = self._weights(new, logits)
         kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
         attn_flops = s.attn_flops_per_pair_full * pairs + s.attn_flops_per_pair_window * win_pairs
