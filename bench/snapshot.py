@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from vazao.resultfiles import without_timing
+
 ROOT = Path(__file__).resolve().parent.parent
 FIRST = str(ROOT / "bench" / "first_guess_profiles.yaml")
 COMMANDS = [
@@ -37,22 +39,13 @@ COMMANDS = [
 ]
 
 
-def _steady(x):
-    """The JSON without the fields that measure this machine (wall-clock seconds)."""
-    if isinstance(x, dict):
-        return {k: _steady(v) for k, v in x.items() if k != "wall_s"}
-    if isinstance(x, list):
-        return [_steady(v) for v in x]
-    return x
-
-
 def run_all() -> dict:
     out = {}
     for cmd in COMMANDS:
         p = subprocess.run([sys.executable, "-m", "vazao", *cmd], capture_output=True, text=True, cwd=ROOT)
         key = " ".join(c if c != FIRST else "FIRST_GUESS" for c in cmd)
         try:
-            body = _steady(json.loads(p.stdout))
+            body = without_timing(json.loads(p.stdout))
         except json.JSONDecodeError:
             body = p.stdout
         out[key] = {"rc": p.returncode, "out": body, "err": p.stderr.strip().splitlines()[-1:] if p.returncode else []}

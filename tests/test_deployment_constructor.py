@@ -23,9 +23,11 @@ runner = CliRunner()
 
 
 def _cli_json(*argv: str) -> dict:
+    """One command's --json document; the command must succeed."""
     res = runner.invoke(app, [*argv, "--json"])
     assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
+    doc: dict = json.loads(res.stdout)
+    return doc
 
 
 def test_names_and_objects_give_the_same_deployment():

@@ -131,14 +131,6 @@ def test_overload_stops_with_a_warning():
     assert d["sim"]["unfinished"] > 0 and d["summary"]["requests"] < 4000
 
 
-def _without_wall(obj):
-    if isinstance(obj, dict):
-        return {k: _without_wall(v) for k, v in obj.items() if k != "wall_s"}
-    if isinstance(obj, list):
-        return [_without_wall(v) for v in obj]
-    return obj
-
-
 @pytest.mark.parametrize("args,kw", [
     ([], {}),
     (["--rate", "2,8"], {"rates": [2.0, 8.0]}),
@@ -148,11 +140,11 @@ def test_the_json_is_the_library_result(args, kw):
     """The command maps flags to one library call (vazao.sim.run_simulation) and prints its to_json():
     the same object, to the last digit, but for the wall-clock timings."""
     from vazao.physics.deployment import make_deployment
-    from vazao.resultfiles import json_document
+    from vazao.resultfiles import json_document, without_timing
     from vazao.sim import SimConfig, run_simulation
     from vazao.workload import load_workload
 
     d = run_json("--workload", "chat", "--requests", "150", "--seed", "3", *args)
     dep = make_deployment("llama-3.1-8b", "h100-sxm", None, None)
     lib = run_simulation(dep, load_workload("chat", requests=150, seed=3), SimConfig.from_engine(dep.engine), **kw)
-    assert _without_wall(d) == _without_wall(json_document(lib))
+    assert without_timing(d) == without_timing(json_document(lib))

@@ -22,6 +22,16 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def without_timing(doc: Any) -> Any:
+    """A result document without the fields that time this machine (`wall_s`): what stays equal
+    between two runs of the same command, for comparing them."""
+    if isinstance(doc, Mapping):
+        return {k: without_timing(v) for k, v in doc.items() if k != "wall_s"}
+    if isinstance(doc, list):
+        return [without_timing(v) for v in doc]
+    return doc
+
+
 def json_document(obj: Any) -> Any:
     """The one JSON form of a result, as files hold it and reports read it: each typed result by its
     to_json(), tuples as lists, keys as strings, inf and nan as null (JSON has neither)."""
