@@ -9,6 +9,7 @@ import contextlib
 import enum
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,12 +240,13 @@ def _plan(cfg: BenchConfig, level: dict[str, Any]):
     return w, plan, warmup
 
 
-def level_label(level: dict[str, Any]) -> str:
+def level_label(level: Mapping[str, Any], short: bool = False) -> str:
+    """A sweep level in words ("concurrency 8", "rate 2/s"), or as a table cell (short: "c=8", "2/s")."""
     if "concurrency" in level:
-        return f"concurrency {level['concurrency']}"
+        return f"c={level['concurrency']}" if short else f"concurrency {level['concurrency']}"
     if "rate" in level:
-        return f"rate {level['rate']:g}/s"
-    return "bench"
+        return f"{level['rate']:g}/s" if short else f"rate {level['rate']:g}/s"
+    return "-" if short else "bench"
 
 
 async def run_bench(cfg: BenchConfig, result: BenchResult | None = None) -> BenchResult:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from vazao.loadgen.runs import Comparison, ComparisonRow
+from vazao.loadgen.session import level_label
 from vazao.report.summary import summary_table as latency_table
 from vazao.results import SLO, RunSummary
 from vazao.units import fmt_rate, fmt_seconds
@@ -38,14 +39,6 @@ def summary_lines(s: RunSummary) -> list[str]:
     return lines
 
 
-def _level_text(level: Mapping[str, Any]) -> str:
-    if "concurrency" in level:
-        return f"c={level['concurrency']}"
-    if "rate" in level:
-        return f"{level['rate']:g}/s"
-    return "-"
-
-
 def sweep_table(points: Sequence[tuple[Mapping[str, Any], RunSummary, bool | None]]) -> Table:
     t = Table(title_justify="left")
     for col in ("load", "ok", "err", "TTFT p50", "TTFT p95", "ITL p50", "TPOT p50", "E2E p95", "req/s",
@@ -54,7 +47,7 @@ def sweep_table(points: Sequence[tuple[Mapping[str, Any], RunSummary, bool | Non
     t.add_column("SLO")
     for level, s, met in points:
         t.add_row(
-            _level_text(level), str(s.requests - s.errors), str(s.errors), fmt_seconds(s.ttft_s.p50),
+            level_label(level, short=True), str(s.requests - s.errors), str(s.errors), fmt_seconds(s.ttft_s.p50),
             fmt_seconds(s.ttft_s.p95), fmt_seconds(s.itl_s.p50), fmt_seconds(s.tpot_s.p50),
             fmt_seconds(s.e2e_s.p95), fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
             fmt_rate(s.goodput_requests_per_s), "" if met is None else ("met" if met else "missed"))
