@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
@@ -15,6 +16,9 @@ from vazao.physics.memory import Fit, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
 from vazao.resultfiles import from_document
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 CROSSOVER_SEARCH_LIMIT = 1 << 20
 
@@ -87,16 +91,16 @@ def _check_lengths(**values: int) -> None:
             raise VazaoError(f"{name} must be a positive integer, got {v}")
 
 
-def decode_cost(dep, batch: int, context: int) -> StepCost:
+def decode_cost(dep: Deployment, batch: int, context: int) -> StepCost:
     """One decode step for `batch` sequences of `context` cached tokens, on one replica."""
     return step_cost(dep, BatchShape.decode(batch, context))
 
 
-def prefill_cost(dep, batch: int, prompt: int) -> StepCost:
+def prefill_cost(dep: Deployment, batch: int, prompt: int) -> StepCost:
     return step_cost(dep, BatchShape.prefill(batch, prompt))
 
 
-def crossover_batch(dep, context: int) -> int | None:
+def crossover_batch(dep: Deployment, context: int) -> int | None:
     """Smallest batch at which a decode step's compute time reaches its memory time; None when the
     KV reads grow as fast as the FLOPs and decode stays memory-bound at every batch.
 
@@ -144,7 +148,7 @@ def _search_crossover(compute_bound) -> int | None:
     return hi
 
 
-def latency_floor_s(dep) -> float:
+def latency_floor_s(dep: Deployment) -> float:
     """The fastest a token can come: one sequence, empty cache, whole shard read once."""
     return decode_cost(dep, 1, 1).time_s
 
@@ -168,7 +172,7 @@ def _ladder(value: float, floor: int, steps: tuple[tuple[int, int], ...], last: 
     return last * math.ceil(value / last)
 
 
-def engine_limits(dep, input_tokens: int, output_tokens: int) -> tuple[int, int]:
+def engine_limits(dep: Deployment, input_tokens: int, output_tokens: int) -> tuple[int, int]:
     """(sequences, tokens) one engine step may hold under the engine's sizing for this request shape."""
     eng = dep.engine
     if eng.sizing == "trtllm-bench":
@@ -193,7 +197,7 @@ class OfflinePoint:
     kv_limited: bool  # the batch is what the KV cache holds, not the engine's sequence cap
 
 
-def offline_point(dep, input_tokens: int, output_tokens: int) -> OfflinePoint:
+def offline_point(dep: Deployment, input_tokens: int, output_tokens: int) -> OfflinePoint:
     _check_lengths(input_tokens=input_tokens, output_tokens=output_tokens)
     ctx = input_tokens + output_tokens
     f = fit(dep, ctx)
@@ -221,7 +225,7 @@ def offline_point(dep, input_tokens: int, output_tokens: int) -> OfflinePoint:
                         dec.bound, kv_batch <= cap)
 
 
-def max_load_throughput(dep, input_tokens: int, output_tokens: int) -> tuple[float, int]:
+def max_load_throughput(dep: Deployment, input_tokens: int, output_tokens: int) -> tuple[float, int]:
     """Output tokens/s of all replicas with every request queued at once (offline_point), and the
     sequences running at once over all replicas."""
     p = offline_point(dep, input_tokens, output_tokens)
@@ -247,13 +251,14 @@ class SteadyPoint:
         return all(self.metric(key.split("_", 1)[0]) <= limit for key, limit in limits.items())
 
 
-def steady_batch_limit(dep, input_tokens: int, output_tokens: int) -> int:
+def steady_batch_limit(dep: Deployment, input_tokens: int, output_tokens: int) -> int:
     """Sequences one replica holds: KV capacity and the engine's max_num_seqs."""
     f = fit(dep, input_tokens + output_tokens)
     return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.max_num_seqs)
 
 
-def steady_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_tokens: int = 0) -> SteadyPoint:
+def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: int,
+                 cached_tokens: int = 0) -> SteadyPoint:
     """Each request's cycle is output × (decode step at `batch`) plus `batch` prefills, each charged
     at its marginal time (its compute, or the memory time beyond one decode step's: the weights are
     read once for both) where the engine mixes prompts into decode steps, at a whole step of its own
@@ -276,7 +281,7 @@ def steady_point(dep, input_tokens: int, output_tokens: int, batch: int, cached_
                        batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle)
 
 
-def slo_batch(dep, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,
+def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,
               cached_tokens: int = 0) -> SteadyPoint | None:
     """The steady point at the largest batch up to `top` that meets every limit; None when batch 1
     misses one. TPOT and TTFT grow with the batch, so the batch is bisected."""
@@ -292,7 +297,7 @@ def slo_batch(dep, input_tokens: int, output_tokens: int, limits: Mapping[str, f
     return steady_point(dep, input_tokens, output_tokens, lo, cached_tokens)
 
 
-def estimate(dep, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:
+def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:
     """Decode, prefill and TTFT at each batch size for prompts of `input_tokens` and answers of
     `output_tokens`; a batch's prefill runs as one step over all its prompts (static batch)."""
     _check_lengths(input_tokens=input_tokens, output_tokens=output_tokens)

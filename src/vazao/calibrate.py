@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from vazao.bands import band_key
 from vazao.errors import VazaoError
 from vazao.physics.profiles import CALIBRATED, load_profiles
+
+if TYPE_CHECKING:
+    from vazao.validate.rows import MeasuredRow
 
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "moe_memory_efficiency", "comm_efficiency", "compute_ramp_tokens",
@@ -298,8 +302,18 @@ def relevant_params(rows) -> tuple[str, ...]:
     return tuple(p for p in FIT_PARAMS if has.get(p, True) and p not in unused)
 
 
-def calibrate_engine(rows, family: str, *, profile_path: str | None = None, workers: int = 1,
-                     progress: Callable[[str], None] | None = None, source: str = "") -> tuple[dict, list[EngineFit]]:
+class EngineCalibration(NamedTuple):
+    """What calibrate_engine fitted: the profile document `vazao calibrate -o` writes (engine family →
+    fitted values, residual quantiles, what the fit saw), and each release's fit. A tuple, so
+    `doc, fits = calibrate_engine(...)` reads it too."""
+
+    document: dict[str, Any]
+    fits: list[EngineFit]
+
+
+def calibrate_engine(rows: Sequence[MeasuredRow], family: str, *, profile_path: str | None = None,
+                     workers: int = 1, progress: Callable[[str], None] | None = None,
+                     source: str = "") -> EngineCalibration:
     """One fit per engine release present in `rows` (rows without a version form one group); the
     newest release's values are also the base, used for releases the rows do not name."""
     from vazao.physics.profiles import get_engine
@@ -323,4 +337,4 @@ def calibrate_engine(rows, family: str, *, profile_path: str | None = None, work
         newest = fits[-1]
         fits.append(EngineFit(family, None, newest.values, newest.rows, newest.loss, newest.median_ape,
                               newest.residuals, newest.fitted_on))
-    return profile_document(fits, source), fits
+    return EngineCalibration(profile_document(fits, source), fits)

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from vazao.catalog.prices import share_str, usd_str
 from vazao.resultfiles import from_document
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 MODELS = ("llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b")
 GPUS = ("rtx-4090", "l40s", "a100-sxm-80gb", "h100-sxm")
@@ -270,7 +274,7 @@ def estimate_result(est) -> dict:
 
 
 # ---- the configurations ---------------------------------------------------------------------------
-def _fit_row(dep, input_tokens: int, output_tokens: int) -> FitRow | None:
+def _fit_row(dep: Deployment, input_tokens: int, output_tokens: int) -> FitRow | None:
     from vazao.analytic import estimate
     from vazao.cost.selfhost import analytic_throughput, gpu_rate, selfhost_cost
 

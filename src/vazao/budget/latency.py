@@ -4,14 +4,18 @@ simulator or on the analytic model (estimate.steady_point)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vazao.budget.spec import TaskBudget
 from vazao.cost.ledger import TokenLedger
 from vazao.errors import VazaoError
 from vazao.results import Latency, RunSummary
 
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
-def analytic_summary(dep, tokens: TokenLedger, concurrency: int = 1) -> RunSummary:
+
+def analytic_summary(dep: Deployment, tokens: TokenLedger, concurrency: int = 1) -> RunSummary:
     """One call's latency on a self-hosted deployment, analytic model (estimate.steady_point):
     its cached input served by the engine's prefix cache, `concurrency` requests in flight. Every
     percentile is the point value. Pass a task's tokens_per_call."""
@@ -34,7 +38,7 @@ def analytic_summary(dep, tokens: TokenLedger, concurrency: int = 1) -> RunSumma
     )
 
 
-def simulated_summary(dep, tokens: TokenLedger, concurrency: int = 1, requests: int = 100) -> RunSummary:
+def simulated_summary(dep: Deployment, tokens: TokenLedger, concurrency: int = 1, requests: int = 100) -> RunSummary:
     """One call shape served on the discrete-event simulator, closed loop at `concurrency`, the cached
     input as a prefix shared by every request (the engine's prefix cache)."""
     from vazao.sim import simulate
@@ -51,7 +55,7 @@ def simulated_summary(dep, tokens: TokenLedger, concurrency: int = 1, requests: 
     return simulate(dep, workload_from_dict(spec, name="budget task")).summary
 
 
-def deployment_latency(dep, concurrency: int = 1, analytic: bool = False
+def deployment_latency(dep: Deployment, concurrency: int = 1, analytic: bool = False
                        ) -> tuple[Callable[[TaskBudget], RunSummary], str]:
     """The latency source for tasks served on `dep` with `concurrency` calls in flight, and its label:
     each task's mean call on the simulator, or (analytic) on the analytic model."""

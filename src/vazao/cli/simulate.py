@@ -30,6 +30,7 @@ from vazao.errors import VazaoError
 from vazao.inputs import number, output_file
 
 if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
     from vazao.sim import SimConfig, SpecConfig
 
 
@@ -166,7 +167,7 @@ def simulate_cmd(
         write_plot(simulation_report(run), plot, json_out=json_out, quiet=quiet)
 
 
-def _sim_config(dep, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:
+def _sim_config(dep: Deployment, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:
     """The engine preset's settings with the options given (None: the engine's own); `spec_args` are
     _spec's, read after the link so that the first bad option is reported first, as the flags are read."""
     from vazao.sim import DisaggConfig, SimConfig

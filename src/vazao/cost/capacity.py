@@ -29,6 +29,7 @@ from vazao.results import SLO, RunSummary
 
 if TYPE_CHECKING:
     from vazao.bands import Band
+    from vazao.physics.deployment import Deployment
     from vazao.workload import Workload
 
 STEADY_REQUESTS_PER_USER = 10
@@ -40,7 +41,7 @@ CAP_HEADROOM = 0.85
 STEADY_REQUESTS_CAP = 20_000
 
 
-def batch_cap(dep, prompt_tokens: int, output_tokens: int, limits: Mapping[str, float], cap: int,
+def batch_cap(dep: Deployment, prompt_tokens: int, output_tokens: int, limits: Mapping[str, float], cap: int,
               cached_tokens: int = 0):
     """Step 1 of the module docstring: the steady point at the cap (estimate.SteadyPoint), None when
     even batch 1 misses a limit. `cap` is the most sequences memory and the engine allow."""
@@ -57,7 +58,7 @@ def batch_cap(dep, prompt_tokens: int, output_tokens: int, limits: Mapping[str, 
     return slo_batch(dep, prompt_tokens, output_tokens, terms, cap, cached_tokens)
 
 
-def sequence_limit(dep, prompt_tokens: int, output_tokens: int, context: int) -> int:
+def sequence_limit(dep: Deployment, prompt_tokens: int, output_tokens: int, context: int) -> int:
     """The most sequences one replica holds, and so the most a plan may set (--max-num-seqs, -np): KV
     memory (a paged cache at the mean request: a long one takes more blocks, a short one fewer and the
     simulator preempts where they do not fit; a reserved cache `context` tokens a slot, the emitted
@@ -72,7 +73,7 @@ def sequence_limit(dep, prompt_tokens: int, output_tokens: int, context: int) ->
 SATURATION = 3.0  # the saturation check's arrival rate, over the rate a replica is sized for
 
 
-def saturation_holds(dep, workload: Workload, limits: Mapping[str, float], batch: int, rate: float,
+def saturation_holds(dep: Deployment, workload: Workload, limits: Mapping[str, float], batch: int, rate: float,
                      context: int | None = None, simulate: Callable | None = None) -> bool:
     """Whether `batch` sequences hold the TPOT/ITL limits when the engine never runs short of work: arrivals at
     SATURATION × `rate` (the queue never empties, every step full, each carrying the prompts the engine mixes
@@ -92,7 +93,7 @@ def saturation_holds(dep, workload: Workload, limits: Mapping[str, float], batch
     return tpot is not None and tpot <= min(terms)
 
 
-def held_cap(dep, workload: Workload, limits: Mapping[str, float], d: Demand, cap: int, context: int | None,
+def held_cap(dep: Deployment, workload: Workload, limits: Mapping[str, float], d: Demand, cap: int, context: int | None,
              simulate: Callable | None = None):
     """Step 1's cap for this workload: the steady point with only the shared prefix cached (what stays cached
     however full the engine runs); where a conversation's history would allow a larger batch if it stayed
@@ -224,7 +225,8 @@ class Check:
 _METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e": "e2e_latency_ms"}
 
 
-def slo_checks(dep, summary: RunSummary, slo: SLO, regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
+def slo_checks(dep: Deployment, summary: RunSummary, slo: SLO,
+               regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
     """Each SLO term of a run with its band (the calibrated profile's residuals, widened where the
     profile never saw the GPU generation, format or family), and the bands by term. A limit is met
     when the band's pessimistic edge is within it (or, with SLO.judge "prediction", the value): the
@@ -264,7 +266,7 @@ class Judged:
                 "as warm-up")
 
 
-def judge(dep, workload: Workload, slo: SLO, rate: float, batch: int, requests: int,
+def judge(dep: Deployment, workload: Workload, slo: SLO, rate: float, batch: int, requests: int,
           simulate: Callable | None = None, context: int | None = None) -> Judged:
     """One steady-state run at `rate`, the engine capped at `batch` sequences of `context` tokens
     (None: the simulator's default) — what the emitted command sets."""
@@ -281,7 +283,7 @@ def judge(dep, workload: Workload, slo: SLO, rate: float, batch: int, requests: 
                   getattr(res, "cache_hit_share", None))
 
 
-def slo_rate(dep, workload: Workload, slo: SLO, batch: int, start: float, requests: int,
+def slo_rate(dep: Deployment, workload: Workload, slo: SLO, batch: int, start: float, requests: int,
              precision: float = PRECISION, simulate: Callable | None = None,
              context: int | None = None) -> Judged | None:
     """Step 3 of the module docstring: the run at the highest arrival rate found that meets the SLO
@@ -289,7 +291,7 @@ def slo_rate(dep, workload: Workload, slo: SLO, batch: int, start: float, reques
     return capacity_search(dep, workload, slo, batch, start, requests, precision, simulate, context)[0]
 
 
-def capacity_search(dep, workload: Workload, slo: SLO, batch: int, start: float, requests: int,
+def capacity_search(dep: Deployment, workload: Workload, slo: SLO, batch: int, start: float, requests: int,
                     precision: float = PRECISION, simulate: Callable | None = None,
                     context: int | None = None) -> tuple[Judged | None, Judged]:
     """slo_rate's search: (the run at the highest rate that meets the SLO or None, the last run made —

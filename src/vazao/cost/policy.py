@@ -30,6 +30,7 @@ from vazao.errors import VazaoError
 from vazao.results import DEFAULT_SLO, SLO, RunSummary
 
 if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
     from vazao.workload import Workload
 
 FIXED_REQUESTS = 200  # requests of a fixed-length workload: enough for the simulator's p95
@@ -141,12 +142,12 @@ def _deployment(q: SelfHostQuery, count: int):
     return make_deployment(q.model, q.gpu, q.fmt, count=count, engine=q.engine)
 
 
-def _cost(q: SelfHostQuery, dep, tp: Throughput) -> SelfHostCost:
+def _cost(q: SelfHostQuery, dep: Deployment, tp: Throughput) -> SelfHostCost:
     rate, rate_src = gpu_rate(dep.accelerator, q.usd_per_hour)
     return selfhost_cost(dep.label(), dep.count, rate, rate_src, tp, q.utilisation)
 
 
-def _analytic(q: SelfHostQuery, dep) -> Throughput:
+def _analytic(q: SelfHostQuery, dep: Deployment) -> Throughput:
     if q.shape is None:
         raise VazaoError("the analytic model needs a request shape (input and output tokens per request)")
     s = q.shape
@@ -168,7 +169,7 @@ def pick_count(q: SelfHostQuery, counts: Sequence[int] = (1, 2, 4, 8)) -> int:
     return choose_count(build, counts).gpus
 
 
-def throughput_for(q: SelfHostQuery, dep) -> Throughput:
+def throughput_for(q: SelfHostQuery, dep: Deployment) -> Throughput:
     """The measured run, else the simulator (when not analytic and there is a workload), else analytic."""
     if q.measured is not None:
         return throughput_from_summary(q.measured, "measured", q.measured_detail)

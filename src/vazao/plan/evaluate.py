@@ -21,12 +21,16 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cache
+from typing import TYPE_CHECKING
 
 from vazao.cost.capacity import Check, slo_checks
 from vazao.cost.money import MICRO, to_decimal, usd_per_month
 from vazao.errors import VazaoError
 from vazao.plan.space import Lengths, PlanInputs, Shape
 from vazao.workload.traffic import Traffic
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 CAPACITY_MARGIN = 0.85  # the closed form ignores queueing: aim the first replica count below its capacity
 TRIES = 4
@@ -94,7 +98,7 @@ def _deployment(shape: Shape, profile: str | None):
                           pp=shape.pp, engine=shape.engine, profile=profile)
 
 
-def _quality(dep) -> tuple[float | None, str]:
+def _quality(dep: Deployment) -> tuple[float | None, str]:
     """Published recovery of this format on this model family (None: no published figure)."""
     from vazao.plan.quality import quality_of
 
@@ -114,7 +118,7 @@ def _demand(workload: str, seed: int):
     return demand_of(load_workload(workload, seed=seed))
 
 
-def slo_cap(dep, inp: PlanInputs, cap: int):
+def slo_cap(dep: Deployment, inp: PlanInputs, cap: int):
     """The batch cap the emitted command sets: cost.capacity.batch_cap (the one capacity policy, which
     `vazao cost selfhost` uses too) at the workload's mean request, history and cached prefix included."""
     from vazao.cost.capacity import batch_cap
@@ -125,7 +129,7 @@ def slo_cap(dep, inp: PlanInputs, cap: int):
                      cached)
 
 
-def optimistic_rate(dep, lengths: Lengths, cap: int) -> float:
+def optimistic_rate(dep: Deployment, lengths: Lengths, cap: int) -> float:
     """An upper bound on the requests/s one replica serves: every slot full (batch = cap) and the
     prompts' prefill free (as if a prefix cache served them all)."""
     from vazao.analytic import decode_cost
@@ -220,7 +224,7 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
                   point.output_tokens_per_s / shape.gpus_per_replica, rate)
 
 
-def _throughput_screen(shape: Shape, inp: PlanInputs, dep, point, price: float | None, rate: float,
+def _throughput_screen(shape: Shape, inp: PlanInputs, dep: Deployment, point, price: float | None, rate: float,
                        quality: tuple, context: int) -> Screen | Pruned:
     """The throughput objective's step 2: every deployment uses inp.gpu_count GPUs, as replicas of the
     shape; ranked for simulation by the analytic output tok/s per GPU at the batch cap."""
@@ -245,7 +249,7 @@ def steady_workload(inp: PlanInputs, share: Traffic):
     return steady(w, requests=inp.requests, rate=share.rate, concurrency=share.concurrency, limits=inp.slo.limits)
 
 
-def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
+def _judge(dep: Deployment, s: Screen, inp: PlanInputs, replicas: int):
     from vazao.sim.config import SimConfig
     from vazao.sim.run import simulate
 
@@ -257,7 +261,7 @@ def _judge(dep, s: Screen, inp: PlanInputs, replicas: int):
     return result, checks, bands, w
 
 
-def _held(s: Screen, dep, inp: PlanInputs) -> Screen:
+def _held(s: Screen, dep: Deployment, inp: PlanInputs) -> Screen:
     """The screen's cap (only the shared prefix cached), or the larger one a conversation's history allows
     where it holds at saturation: cost.capacity.held_cap, as `vazao cost selfhost` picks it."""
     from vazao.cost.capacity import held_cap, sequence_limit
@@ -396,7 +400,7 @@ DISAGG_ENGINES = ("sglang",)
 DISAGG_TRIES = 3  # the best simulated colocated candidates whose split is searched
 
 
-def decode_cap(dep, inp: PlanInputs, cap: int) -> int:
+def decode_cap(dep: Deployment, inp: PlanInputs, cap: int) -> int:
     """A decode pool's batch cap: no prompt is prefilled in its steps, so the largest batch whose decode step
     alone holds the TPOT/ITL limits (with cost.capacity's headroom), at most `cap`."""
     from vazao.analytic import decode_cost

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from vazao.analytic import decode_cost, estimate, offline_point
 from vazao.catalog.formats import get_format, get_kv_format
@@ -20,6 +21,9 @@ from vazao.physics.deployment import make_deployment
 from vazao.physics.profiles import EngineProfile, get_engine
 from vazao.physics.prompt import prompt_prefill
 from vazao.validate.rows import GEMM_MODE, MeasuredRow
+
+if TYPE_CHECKING:
+    from vazao.physics.deployment import Deployment
 
 SIM_REQUESTS = 500  # TensorRT-LLM's online-serving table: 500 requests per rate
 # A fixed-concurrency benchmark sends a few requests per client (genai-perf and aiperf scripts use
@@ -135,12 +139,12 @@ def predict(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = Non
 _SIM_CACHE: dict[tuple, tuple] = {}
 
 
-def _sim_key(row: MeasuredRow, dep, requests: int) -> tuple:
+def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
             row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, requests)
 
 
-def _simulated(row: MeasuredRow, dep, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
+def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
     """Rows of one configuration (its TTFT, ITL and throughput) share one simulation."""
     key = _sim_key(row, dep, requests)
     hit = _SIM_CACHE.get(key)
@@ -163,7 +167,7 @@ def _simulated(row: MeasuredRow, dep, kv: str, requests: int = SIM_REQUESTS) -> 
     return Prediction(value, regime, f"simulated {completed} requests, mean batch {mean_batch:.0f}", kv)
 
 
-def _simulate(row: MeasuredRow, dep, requests: int) -> tuple:
+def _simulate(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     from vazao.sim import SimConfig, simulate
     from vazao.workload import workload_from_dict
 
