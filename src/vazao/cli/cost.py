@@ -217,32 +217,59 @@ def bill_conversation_cmd(
 def bill_agent_cmd(
     price: str = PRICE,
     calls: int = typer.Option(..., "--calls", help="LLM calls per agent."),
-    context: int = typer.Option(..., "--context", help="Prompt tokens per call."),
+    context: int = typer.Option(..., "--context", help="Prompt tokens per call (with --history: the first call's)."),
     reply: int = typer.Option(..., "--reply", help="Output tokens per call."),
     agents: int = typer.Option(1, "--agents", help="Agents per task."),
     cached_context: int = typer.Option(0, "--cached-context", help="Leading prompt tokens stable across an "
                                        "agent's calls (cached with --cache)."),
     reasoning: int = typer.Option(0, "--reasoning", help="Reasoning tokens per call (billed as output)."),
+    history: bool = typer.Option(False, "--history", help="A loop: each call re-sends every earlier reply and "
+                                 "tool output (the growing prefix cached with --cache)."),
+    tool_output: int = typer.Option(0, "--tool-output", help="With --history: tool-result tokens appended "
+                                    "after each call."),
+    merge_reply: int = typer.Option(0, "--merge-reply", help="With --history: an orchestrator's last call "
+                                    "reads every agent's final reply and writes this many tokens."),
     cache: str = CACHE, batch: bool = BATCH, per_day: int = PER_DAY, prices_file: Path = PRICES_FILE,
     json_out: bool = JSON,
 ) -> None:
-    """An agentic task: agents × calls × (context + reply)."""
-    from vazao.cost.agent import AgentTask, bill_agent
+    """An agentic task: agents × calls × (context + reply), or with --history the loop whose context
+    grows each call, beside what seed 004's multipliers imply (multi-agent ≈ 15×, an agent ≈ 4× a chat)."""
+    from vazao.cost.agent import AgentLoop, AgentTask, bill_agent, bill_agent_loop
 
     for what, v in (("--calls", calls), ("--agents", agents)):
         number(v, what, minimum=1, maximum=limits.MAX_CALLS, integer=True)
     for what, v in (("--context", context), ("--reply", reply), ("--cached-context", cached_context),
-                    ("--reasoning", reasoning)):
+                    ("--reasoning", reasoning), ("--tool-output", tool_output), ("--merge-reply", merge_reply)):
         _tokens(what, v)
     cache = _cache_ttl(cache)
     table = _price(price, prices_file)
-    task = AgentTask(calls=calls, context=context, reply=reply, agents=agents, cached_context=cached_context,
-                     reasoning=reasoning)
-    bill = bill_agent(task, table, cache, batch)
-    _show_bill(bill, f"Agent task on {table.id}: {agents} × {calls} calls", json_out, per_day,
-               {"tokens_per_agent": task.tokens_per_agent, "tokens_per_task": task.tokens_per_task},
-               after=lambda: console.print(f"{task.tokens_per_agent:,} tokens per agent, "
-                                           f"{task.tokens_per_task:,} per task", highlight=False))
+    if not history:
+        if tool_output or merge_reply:
+            raise VazaoError("--tool-output and --merge-reply describe a loop: add --history")
+        task = AgentTask(calls=calls, context=context, reply=reply, agents=agents, cached_context=cached_context,
+                         reasoning=reasoning)
+        bill = bill_agent(task, table, cache, batch)
+        _show_bill(bill, f"Agent task on {table.id}: {agents} × {calls} calls", json_out, per_day,
+                   {"tokens_per_agent": task.tokens_per_agent, "tokens_per_task": task.tokens_per_task},
+                   after=lambda: console.print(f"{task.tokens_per_agent:,} tokens per agent, "
+                                               f"{task.tokens_per_task:,} per task", highlight=False))
+        return
+    if cached_context:
+        raise VazaoError("--cached-context is the flat model's stable prefix; with --history, --cache caches "
+                         "the whole growing prefix")
+    loop = AgentLoop(calls=calls, context=context, reply=reply, tool=tool_output, agents=agents,
+                     reasoning=reasoning, merge_reply=merge_reply)
+    bill = bill_agent_loop(loop, table, cache, batch)
+    m = loop.multipliers()
+    extra = {"tokens_per_agent": loop.tokens_per_agent, "tokens_per_task": loop.tokens_per_task,
+             "flat_tokens_per_task": loop.flat_tokens_per_task, "multipliers": m}
+    _show_bill(bill, f"Agent loop on {table.id}: {agents} × {calls} calls, history re-sent", json_out, per_day,
+               extra, after=lambda: console.print(
+                   f"{loop.tokens_per_agent:,} tokens per agent, {loop.tokens_per_task:,} per task: "
+                   f"{m['history_over_flat']:.2f}× the {loop.flat_tokens_per_task:,} of calls that send only the "
+                   f"first prompt; the task is {m['task_over_one_agent']:.2f}× one agent, where seed 004's "
+                   f"≈ 15× and ≈ 4× a chat make a multi-agent system "
+                   f"{m['seed_multi_agent_over_agent']:.2f}× an agent", highlight=False))
 
 
 @bill_app.command("usage")
