@@ -63,3 +63,24 @@ def test_gguf_bits(name, bits):
 def test_every_format_has_source():
     for f in formats().values():
         assert f.source and f.as_of
+
+
+def test_an_engine_that_does_not_run_on_the_gpu_gives_one_answer_everywhere():
+    """Issue 23: `formats --gpu mi300x --engine trtllm` listed every format native while `estimate` refused
+    TensorRT-LLM on AMD. Both now take the engine's one rule (EngineProfile.refusal_on)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from vazao.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["formats", "--gpu", "mi300x", "--engine", "trtllm", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["formats"]
+    refused = runner.invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm"])
+    assert refused.exit_code == 2
+    why = refused.stderr.strip().removeprefix("error: ")
+    assert rows and all(r["status"] == "unsupported" and r["reason"] == why for r in rows), why
+    ok = json.loads(runner.invoke(app, ["formats", "--gpu", "mi300x", "--engine", "vllm", "--json"]).stdout)
+    assert any(r["status"] == "native" for r in ok["formats"])

@@ -85,22 +85,22 @@ def formats_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
-    from vazao.catalog.formats import formats, support
+    from vazao.catalog.formats import formats
     from vazao.catalog.local import resolve_accelerator
+    from vazao.physics.deployment import format_support
+    from vazao.physics.profiles import get_engine
     from vazao.report.console import formats_table
 
     acc = resolve_accelerator(gpu) if gpu is not None else None
-    if engine is not None:
-        from vazao.physics.profiles import get_engine
-
-        engine = get_engine(engine).name
+    profile = get_engine(engine) if engine is not None else None
+    engine = profile.name if profile is not None else None
     rows = []
     for f in formats().values():
         row = {"name": f.name, "kind": f.kind, "weight_bits": f.weight_bits, "embed_bits": f.embed_bits,
                "compute_dtype": f.compute_dtype, "family": f.family, "description": f.description,
                "source": f.source, "as_of": f.as_of}
         if acc:
-            s = support(f, acc, engine)
+            s = format_support(f, acc, profile)
             row.update(status=s.status, runs_as=s.compute_dtype, reason=s.reason)
         rows.append(row)
     if json_out:

@@ -128,6 +128,16 @@ class Deployment:
                 f"{par} ({self.engine.name})")
 
 
+def format_support(fmt: Format, acc: Accelerator, engine: EngineProfile | None = None) -> Support:
+    """What `fmt` is on `acc` under `engine`: the silicon's and the engine's kernels (catalog.formats.support),
+    and unsupported for every format where the engine does not run on the accelerator at all, with the
+    reason make_deployment refuses it: one answer in `formats`, `estimate` and `plan`."""
+    refused = engine.refusal_on(acc) if engine is not None else None
+    if refused:
+        return Support(fmt.name, "unsupported", fmt.compute_dtype, refused)
+    return support(fmt, acc, engine.name if engine is not None else None)
+
+
 def default_format(acc: Accelerator) -> str:
     """bf16 where the silicon runs it, else fp16 (Volta/Turing, Pascal, older engines)."""
     return "bf16" if acc.native("bf16") else "fp16"
@@ -204,8 +214,9 @@ def make_deployment(
     if tp is None:
         tp = max(1, count // pp)
     eng = eng.on_generation(acc.generation)
-    if not eng.is_ideal and acc.vendor not in eng.vendors:
-        raise VazaoError(f"engine {eng.name} does not run on {acc.vendor} hardware ({acc.name})")
+    refused = eng.refusal_on(acc)
+    if refused:
+        raise VazaoError(refused)
     dep = Deployment(model=model, weight_format=f, kv_format=k, accelerator=acc, engine=eng,
                      count=count, tp=tp, pp=pp, weights_bytes_override=weights_bytes_override)
     if strict and dep.support.status == "unsupported":

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vazao import inputs
 from vazao.catalog._load import load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
+
+if TYPE_CHECKING:
+    from vazao.catalog.hardware import Accelerator
 
 # name: (lowest, highest) value a fit or a profile file may give it
 CALIBRATED: dict[str, tuple[float, float]] = {
@@ -146,6 +149,13 @@ class EngineProfile:
     @property
     def is_ideal(self) -> bool:
         return self.name == "ideal"
+
+    def refusal_on(self, acc: Accelerator) -> str | None:
+        """Why this engine does not run on `acc` at all (its vendor), or None: the one rule that
+        make_deployment, a simulated engine swap and `vazao formats --engine` apply."""
+        if not self.is_ideal and acc.vendor not in self.vendors:
+            return f"engine {self.name} does not run on {acc.vendor} hardware ({acc.name})"
+        return None
 
     def kv_format_for(self, weight_format: str) -> str:
         """The KV-cache dtype this engine uses by default for a checkpoint in `weight_format`."""

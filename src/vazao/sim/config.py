@@ -198,8 +198,9 @@ def apply_axis(cfg: SimConfig, dep: Deployment, axis: str, value: str) -> tuple[
         return replace(cfg, chunked_prefill=_flag(value, axis)), dep
     if axis == "engine":
         eng = get_engine(value)
-        if dep.engine.is_ideal is False and dep.accelerator.vendor not in eng.vendors:
-            raise VazaoError(f"engine {eng.name} does not run on {dep.accelerator.vendor} hardware")
+        refused = None if dep.engine.is_ideal else eng.refusal_on(dep.accelerator)
+        if refused:
+            raise VazaoError(refused)
         new = replace(cfg, scheduler=eng.scheduler, kv_layout=eng.kv_layout, block_size=eng.block_size,
                       max_num_seqs=eng.max_num_seqs, max_num_batched_tokens=eng.max_num_batched_tokens,
                       chunked_prefill=eng.chunked_prefill, prefix_caching=eng.prefix_caching,
