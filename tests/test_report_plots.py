@@ -272,3 +272,17 @@ def test_the_command_without_the_extra_is_one_line_exit_2(results, tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         "error: plots and HTML reports need the report extra: pip install 'vazao[report]'"]
+
+
+@pytest.mark.parametrize("doc", ['{"kind": "simulation", "summary": {"requests": 3}}',
+                                 '{"summary": {"ttft_s": "x", "requests": "a"}, "sim": {}}'])
+def test_a_malformed_result_is_one_line_not_a_traceback(tmp_path, doc):
+    from typer.testing import CliRunner
+
+    from vazao.cli import app
+
+    bad = tmp_path / "sim.json"
+    bad.write_text(doc)
+    res = CliRunner().invoke(app, ["report", "--sim", str(bad), "-o", str(tmp_path / "r.html")])
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from vazao.report import adapters as ad
-from vazao.report.model import Report, Table
+from vazao.report.model import Report, Table, reads_document
 from vazao.report.reports import _ms, _num, _text
 from vazao.resultfiles import json_document
 
@@ -14,6 +14,7 @@ _FACTS = ("model", "gpu", "count", "tp", "pp", "format", "kv_format", "engine", 
           "output_tokens", "format_status", "profile", "catalog_versions")
 
 
+@reads_document("estimate")
 def estimate_report(data: Any, accelerator: Any | None = None) -> Report:
     """`accelerator` is the catalog entry of data['gpu'] (looked up when not given): the roofline's
     ceilings are its bandwidth and dense peaks."""

@@ -4,11 +4,33 @@ builders (report.plots) and writers (report.html) only draw them."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
+
+from vazao.errors import VazaoError
 
 Source = Literal["measured", "predicted"]
 KINDS = ("simulation", "bench run", "comparison", "validation", "plan", "estimate")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def reads_document(kind: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A report builder reads a result file a user hands in: a document of the right kind with a field
+    missing or of the wrong type is one VazaoError line, not a traceback from deep in the builder."""
+    def wrap(build: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(build)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return build(*args, **kwargs)
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+                raise VazaoError(f"this {kind} result lacks a field vazao writes or has one of the wrong "
+                                 f"type ({type(exc).__name__}: {str(exc)[:80]})") from None
+        return checked
+    return wrap
 
 
 @dataclass(frozen=True)

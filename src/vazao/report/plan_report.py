@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vazao.report import adapters as ad
-from vazao.report.model import CurvePoint, ParetoPoint, Report, Table
+from vazao.report.model import CurvePoint, ParetoPoint, Report, Table, reads_document
 from vazao.report.reports import _ms, _num, _text
 from vazao.resultfiles import json_document
 
@@ -164,6 +164,7 @@ def plan_cost(data: Mapping[str, Any]):
     return points, be
 
 
+@reads_document("plan")
 def plan_report(data: Any) -> Report:
     data = json_document(data)  # a typed result or its JSON (a file read back)
     cands = data.get("candidates") or []

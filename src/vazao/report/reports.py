@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vazao.report import adapters as ad
-from vazao.report.model import LatencySample, Report, Table
+from vazao.report.model import LatencySample, Report, Table, reads_document
 from vazao.report.summary import summary_rows
 from vazao.resultfiles import json_document
 
@@ -53,6 +53,7 @@ _SIM_FACTS = ("model", "gpu", "count", "tp", "pp", "format", "kv_format", "engin
               "workload_description", "config", "slo", "profile", "calibration", "catalog_versions")
 
 
+@reads_document("simulation")
 def simulation_report(data: Any) -> Report:
     data = json_document(data)  # a typed result or its JSON (a file read back)
     curve, axis = ad.curve_points(data)
@@ -88,6 +89,7 @@ _RUN_FACTS = ("url", "model", "api", "workload", "workload_description", "worklo
               "records", "stopped")
 
 
+@reads_document("bench run")
 def bench_report(data: Any, base: Path | None = None) -> Report:
     data = json_document(data)  # a typed result or its JSON (a file read back)
     curve, axis = ad.curve_points(data)
@@ -103,6 +105,7 @@ def bench_report(data: Any, base: Path | None = None) -> Report:
                   latencies=tuple(run_latencies(data, base)))
 
 
+@reads_document("comparison")
 def comparison_report(run: Any, sim: Any, base: Path | None = None) -> Report:
     """Measured and predicted side by side: one table, the same axes."""
     run = json_document(run)  # a typed result or its JSON (a file read back)
@@ -126,6 +129,7 @@ def _slice_rows(by: Mapping[str, Any], slice_name: str) -> list[tuple[str, ...]]
              _num(100 * (v.get("band_coverage") or 0), ".0f")) for k, v in by.items()]
 
 
+@reads_document("validation")
 def validation_report(data: Any) -> Report:
     data = json_document(data)  # a typed result or its JSON (a file read back)
     s = data["summary"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from vazao.report import adapters as ad
-from vazao.report.model import Report
+from vazao.report.model import Report, reads_document
 from vazao.resultfiles import json_document
 
 
+@reads_document("fit")
 def fit_report(data: Any) -> Report:
     """`vazao fit --json` → the memory per GPU as a stacked bar."""
     data = json_document(data)  # a typed result or its JSON (a file read back)
@@ -18,6 +19,7 @@ def fit_report(data: Any) -> Report:
                   memory=(ad.memory_breakdown(data, label),))
 
 
+@reads_document("breakeven")
 def breakeven_report(data: Any) -> Report:
     """`vazao cost breakeven --json` → each GPU's self-hosted $/Mtok against traffic, the API's line."""
     data = json_document(data)  # a typed result or its JSON (a file read back)
