@@ -78,3 +78,13 @@ def test_the_cli_shows_the_loop_and_refuses_mixed_models():
                                   "--reply", "10", *argv])
         lines = [x for x in res.stderr.splitlines() if x.strip()]
         assert res.exit_code == 2 and len(lines) == 1 and said in lines[0], res.stderr
+
+
+def test_a_loop_is_bounded_before_it_is_billed():
+    """Each call of a loop is a bill line: a typo of millions of calls is refused in one line, not built."""
+    from vazao import limits
+    from vazao.errors import VazaoError
+
+    assert AgentLoop(calls=limits.MAX_LOOP_CALLS, context=1, reply=1).calls == limits.MAX_LOOP_CALLS
+    with pytest.raises(VazaoError, match="at most"):
+        AgentLoop(calls=limits.MAX_LOOP_CALLS + 1, context=1, reply=1)

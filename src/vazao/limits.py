@@ -89,6 +89,9 @@ MAX_SHAPES = 20_000  # deployment shapes one plan may search (the product of its
 # -- cost -----------------------------------------------------------------------------------------
 MAX_TURNS = 10**5  # turns in one conversation: the bill is computed turn by turn
 MAX_CALLS = 10**7  # LLM calls per agent, agents per task
+# calls of one agent billed as a loop (bill agent --history): each call is its own bill line, and a
+# history re-sent ten thousand times is already past every context window
+MAX_LOOP_CALLS = 10_000
 MAX_PARAMS = 1e15  # model parameters (`cost train`, a config's count; the largest models are ~10^12)
 MAX_TRAIN_TOKENS = 1e18  # training tokens (the largest runs are ~10^14)
 MAX_USD_PER_HOUR = 10**6  # dollars per GPU-hour (rentals cost 0.1-10)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vazao import limits
 from vazao.catalog.prices import PriceTable
 from vazao.cost.ledger import Bill, TokenLedger, line, make_bill
 from vazao.errors import VazaoError
@@ -94,6 +95,9 @@ class AgentLoop:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise VazaoError(f"{name} must be a positive integer, got {v!r}")
+        if self.calls > limits.MAX_LOOP_CALLS:
+            raise VazaoError(f"calls of a loop must be at most {limits.MAX_LOOP_CALLS:,} (each is its own bill "
+                             f"line), got {self.calls:,}", parameter="calls")
         for name in ("context", "reply", "tool", "reasoning", "merge_reply"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
