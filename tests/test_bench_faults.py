@@ -416,3 +416,39 @@ def test_an_unreachable_url_without_the_probe_is_still_bad_input(wl, tmp_path):
     r = bench("http://127.0.0.1:9/v1", "-w", wl, "--no-probe", "--records", str(tmp_path / "x.jsonl"))
     assert r.exit_code == 2 and "cannot reach http://127.0.0.1:9/v1" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_cancellation_taken_back_is_given_again():
+    """The first signal cancels the run's task; if something below takes the cancellation back
+    (`uncancel()`) and waits on, the run is cancelled again within a second or two, not left to the
+    60 s watchdog."""
+    from vazao.cli.interrupt import NUDGE_S, Interrupts
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # the fault: the cancellation is lost
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "cancelled again"
+        return "ran on"
+
+    async def main() -> tuple[str, float]:
+        sig = Interrupts(say=lambda text: None)
+        task = asyncio.get_running_loop().create_task(stubborn())
+        sig.attach(task)
+        try:
+            await asyncio.sleep(0)
+            t0 = time.monotonic()
+            sig._in_loop(signal.SIGTERM)
+            return await task, time.monotonic() - t0
+        finally:
+            for s in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().remove_signal_handler(s)
+            sig.restore()
+
+    outcome, waited = asyncio.run(main())
+    assert outcome == "cancelled again"
+    assert NUDGE_S <= waited < 20  # one nudge; the bound is loose for a loaded machine

@@ -20,6 +20,7 @@ from collections.abc import Callable
 __all__ = ["GRACE_S", "Interrupted", "Interrupts"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+NUDGE_S = 1.0  # how often a run whose cancellation was swallowed is cancelled again
 GRACE_S = 60.0  # well over the clean-up's own bounds: 5 s for cancelled requests, 6 s for the metrics scrape
 
 
@@ -38,10 +39,16 @@ def _quit_now(signum: int) -> None:
     os._exit(128 + signum)  # the records file is flushed line by line: what it holds is whole
 
 
-def _watchdog(signum: int) -> None:
+def _watchdog(signum: int, loop: asyncio.AbstractEventLoop | None = None) -> None:
     print(f"error: the clean-up after {signal.Signals(signum).name} took over {GRACE_S:g} s; quitting. "
           "Where it stood:", file=sys.stderr, flush=True)
     faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    if loop is not None:
+        # The main thread sits in the loop's poll while a task waits: the tasks' own stacks say on
+        # what. Read from this thread without the loop's lock, which is good enough for a last word.
+        with contextlib.suppress(Exception):
+            for task in list(asyncio.all_tasks(loop)):
+                task.print_stack(limit=8, file=sys.stderr)
     _quit_now(signum)
 
 
@@ -56,6 +63,7 @@ class Interrupts:
         self._saved: dict[int, object] = {}
         self._timer: threading.Timer | None = None
         self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def first(self) -> int | None:
@@ -65,7 +73,7 @@ class Interrupts:
         self.got.append(signum)
         n = len(self.got)
         if n == 1:
-            self._timer = threading.Timer(GRACE_S, _watchdog, (signum,))
+            self._timer = threading.Timer(GRACE_S, _watchdog, (signum, self._loop))
             self._timer.daemon = True
             self._timer.start()
         elif n == 2:
@@ -87,6 +95,21 @@ class Interrupts:
     def _in_loop(self, signum: int) -> None:
         if self._count(signum) == 1 and self._task is not None:
             self._task.cancel()
+            self._watch(self._task)
+
+    def _watch(self, task: asyncio.Task) -> None:
+        task.get_loop().call_later(NUDGE_S, self._nudge, task)
+
+    def _nudge(self, task: asyncio.Task) -> None:
+        """A cancellation taken back below (a handler that calls `uncancel()` on the wrong task) would
+        leave the run going until the watchdog ends it: cancel again while the run's task is not
+        done and holds no cancellation. One still being handled (cancelling() > 0) is left alone,
+        so the clean-up's own bounded waits are never cut short."""
+        if task.done() or self._task is not task:
+            return
+        if task.cancelling() == 0:
+            task.cancel()
+        self._watch(task)
 
     def install(self) -> None:
         if not self.active:
@@ -100,7 +123,7 @@ class Interrupts:
         if not self.active:
             return
         self._task = task
-        loop = task.get_loop()
+        loop = self._loop = task.get_loop()
         for sig in SIGNALS:
             loop.add_signal_handler(sig, self._in_loop, sig)
 
