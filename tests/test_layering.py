@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("calibrate", "budget"),  # fitting profiles with validate's predictions; budgets checked with cost
     ("plan",),  # the deployment search
     ("loadgen", "demo"),  # measuring real servers; the first screen's answers
-    ("report",),  # rendering: console, JSON, plots, HTML
+    ("report", "quality"),  # rendering: console, JSON, plots, HTML; a format's quality measured on two servers
+    ("serve",),  # the local web page: the library's calls over HTTP, jobs in processes
     ("cli", "testing"),  # the command line; the fake server shipped for users' tests (never imported)
     ("__main__",),
 )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
+from vazao.physics.energy import board_power_w, step_energy
 from vazao.physics.memory import Fit, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
@@ -40,6 +41,11 @@ class EstimateRow:
     # 80% bands (low, high, note) from the engine profile's calibration; None when it has none
     tokens_per_s_band: tuple | None = None
     ttft_band: tuple | None = None
+    # one board's draw and the replica's joules per token of each step (physics/energy.py); None: no rating
+    decode_power_w: float | None = None
+    decode_j_per_token: float | None = None
+    prefill_power_w: float | None = None
+    prefill_j_per_token: float | None = None
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -242,6 +248,7 @@ class SteadyPoint:
     e2e_s: float
     output_tokens_per_s: float  # all replicas
     input_time_share: float
+    power_w: float | None = None  # one board's mean draw over the cycle (physics/energy.py); None: no rating
 
     def metric(self, name: str) -> float:
         return {"ttft": self.ttft_s, "tpot": self.tpot_s, "itl": self.tpot_s, "e2e": self.e2e_s}[name]
@@ -273,12 +280,15 @@ def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: 
         t_pf = pf.time_s
     else:
         t_pf = max(pf.compute_s, pf.memory_s - decode_cost(dep, 1, 0).memory_s, 0.0)
-    t_dec = decode_cost(dep, batch, input_tokens + output_tokens // 2).time_s
+    dec = decode_cost(dep, batch, input_tokens + output_tokens // 2)
+    t_dec = dec.time_s
     cycle = output_tokens * t_dec + batch * t_pf
     tpot = cycle / output_tokens
     ttft = pf.time_s + t_dec
+    w_dec, w_pf = board_power_w(dep.accelerator, dec), board_power_w(dep.accelerator, pf)
+    power = None if w_dec is None or w_pf is None else (output_tokens * t_dec * w_dec + batch * t_pf * w_pf) / cycle
     return SteadyPoint(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
-                       batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle)
+                       batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle, power)
 
 
 def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,
@@ -308,9 +318,12 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
     per_replica_cap = f.max_concurrent_sequences // max(1, dep.replicas)
     mean_ctx = input_tokens + output_tokens // 2
     rows = []
+    gpus = dep.gpus_per_replica
     for b in batches:
         dec = decode_cost(dep, b, mean_ctx)
         pre = prefill_cost(dep, b, input_tokens)
+        e_dec = step_energy(dep.accelerator, gpus, dec, b)
+        e_pre = step_energy(dep.accelerator, gpus, pre, b * input_tokens)
         rows.append(EstimateRow(
             batch=b,
             decode_step_s=dec.time_s,
@@ -327,6 +340,10 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
             tokens_per_s_band=deployment_band(dep, dec.bound, b / dec.time_s * dep.replicas),
             ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s,
                                       metric="ttft_ms"),
+            decode_power_w=e_dec.power_w if e_dec else None,
+            decode_j_per_token=e_dec.joules_per_token if e_dec else None,
+            prefill_power_w=e_pre.power_w if e_pre else None,
+            prefill_j_per_token=e_pre.joules_per_token if e_pre else None,
         ))
     off = offline_point(dep, input_tokens, output_tokens)
     mlt, max_batch = off.output_tokens_per_s, off.batch * off.engines

@@ -419,6 +419,23 @@ def _fmt(v: float | int) -> str:
     return f"{v:g}"
 
 
+def months(value: Any, what: str, *, maximum: int = limits.MAX_SUPPORT_HORIZON_MONTHS) -> int:
+    """A span in whole months: '24mo', '24m', '2y', '2yr' or a bare number of months ('18'), 0 to maximum."""
+    text = str(value).strip().lower() if value is not None and not isinstance(value, bool) else ""
+    factor = 1
+    for suffix, f in (("months", 1), ("month", 1), ("mo", 1), ("m", 1), ("years", 12), ("year", 12),
+                      ("yr", 12), ("y", 12)):
+        if text.endswith(suffix) and text[:-len(suffix)].strip():
+            text, factor = text[:-len(suffix)].strip(), f
+            break
+    if not text or len(text) > 12:
+        raise _bad(what, f"{what}: a number of months or years, e.g. 24mo or 2y; got {str(value)[:40]!r}")
+    n = int(number(text, what, minimum=0, integer=True)) * factor
+    if n > maximum:
+        raise _bad(what, f"{what} must be at most {maximum:,} months, got {n:,}")
+    return n
+
+
 def split_list(text: str, what: str, *, max_items: int = 256) -> list[str]:
     """A comma-separated list: no empty items ('1,,2', '', ','), at most max_items."""
     if text is None or not str(text).strip():

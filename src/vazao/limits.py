@@ -112,3 +112,29 @@ OPTION_MAX = {
 MAX_BENCH_REQUESTS = 10**7  # per bench level; the plan is generated lazily, but a run this long is a typo
 # a bench level's duration: a month; longer is a typo, and asyncio's timers overflow far above it
 MAX_BENCH_S = 30 * 86400.0
+
+# -- vazao serve (the local web page) ---------------------------------------------------------------
+# one request body: an uploaded bench result or GGUF header is tens of MB at most; the explorer's own
+# requests are a few hundred bytes
+MAX_SERVE_BODY_BYTES = 64 * 2**20
+MAX_SERVE_JOBS = 2  # simulations or plans running at once: each is a process on a shared machine
+MAX_SERVE_KEPT_JOBS = 32  # finished jobs whose results the page can still fetch or export
+
+# -- price trends ---------------------------------------------------------------------------------
+# a break-even projected month by month: ten years; no cited price trend reaches further, and each
+# month compounds the scenario's factors once more
+MAX_HORIZON_MONTHS = 120
+# a scenario's factor per year (price fall, token growth, token multiplier) and its inverse: Epoch AI's
+# fastest measured fall is 900x/year; 10,000 is past any measured rate
+MAX_TREND_FACTOR = 10_000
+MAX_TREND_SCENARIOS = 256  # scenarios in one trend file
+
+# ---- quality (vazao quality, plan --quality) -------------------------------------------------------------
+MAX_QUALITY_ROWS = 100_000  # rows of one quality file (the catalog holds tens)
+MAX_QUALITY_PROMPTS = 10_000  # prompts of one `vazao quality` run: each is two requests, one at a time
+MAX_TOP_LOGPROBS = 20  # alternatives per position: OpenAI's API accepts at most 20
+
+# ---- software lifecycle (plan --support-horizon) ------------------------------------------------------
+# months ahead a plan looks for an announced end of an engine's support for a card: ten years is past any
+# engine's or CUDA major's announced schedule (CUDA 12.x announced the Volta removal one major ahead)
+MAX_SUPPORT_HORIZON_MONTHS = 120

@@ -138,8 +138,8 @@ def _value(tp: Any, v: Any, default: Any = dataclasses.MISSING) -> Any:
 
 
 # what vazao's own documents declare in their "kind" key (files written before it are read by shape)
-KINDS = ("simulation", "bench run", "validation", "plan", "estimate", "fit", "breakeven", "selfhost", "comparison",
-         "budget", "demo")
+KINDS = ("simulation", "bench run", "validation", "plan", "estimate", "fit", "breakeven", "breakeven trend", "selfhost",
+         "comparison", "budget", "demo", "quality")
 
 
 def kind_of(data: Any) -> str:

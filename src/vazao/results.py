@@ -523,6 +523,65 @@ def _assemble(source: str, requests: int, ok: int, duration_s: float, in_tok: in
         source=source, prompt_tokens=in_tok, output_tokens=out_tok)
 
 
+@dataclass(frozen=True)
+class TaskSummary:
+    """A run's requests grouped into tasks (an agent task: its agents' calls and the merge), a task's
+    figures over the requests it made. A task counts as done when every request of it ended well;
+    its end-to-end time runs from its first request's arrival to its last request's last token."""
+
+    tasks: int  # done
+    incomplete: int  # a request failed, or never ran
+    duration_s: float  # the run's: first arrival → last completion, over every record
+    e2e_s: Latency  # per done task
+    requests_per_task: float  # means over the done tasks
+    prompt_tokens_per_task: float
+    output_tokens_per_task: float
+    cached_prompt_tokens_per_task: float  # what the prefix cache served (0 where the producer cannot tell)
+
+    @property
+    def tasks_per_s(self) -> float:
+        return self.tasks / self.duration_s if self.duration_s > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: (asdict(v) if isinstance(v, Latency) else v) for k, v in self.__dict__.items()}
+        d["tasks_per_s"] = self.tasks_per_s
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TaskSummary:
+        kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        kw["e2e_s"] = Latency(**kw["e2e_s"])
+        return cls(**kw)
+
+
+def summarize_tasks(records: Iterable[RequestRecord], task_of: Mapping[str, str],
+                    planned: Mapping[str, int] | None = None) -> TaskSummary:
+    """Group records by task (`task_of`: request_id → task id; records of no task are left out) and
+    summarise the tasks. `planned` (task → its request count) marks a task with requests that never
+    produced a record incomplete; without it, a task is judged by the records it has."""
+    groups: dict[str, list[RequestRecord]] = {}
+    start, end = math.inf, -math.inf
+    for r in records:
+        start = min(start, r.arrival_s)
+        if r.end_s is not None:
+            end = max(end, r.end_s)
+        task = task_of.get(r.request_id)
+        if task is not None:
+            groups.setdefault(task, []).append(r)
+    done = [g for t, g in groups.items()
+            if all(r.ok for r in g) and (planned is None or len(g) == planned.get(t, len(g)))]
+    incomplete = len(groups) - len(done) + (sum(1 for t in planned if t not in groups) if planned else 0)
+    n = len(done)
+
+    def mean(x: Callable[[RequestRecord], int]) -> float:
+        return sum(x(r) for g in done for r in g) / n if n else 0.0
+
+    e2e = [max(r.end_s for r in g if r.end_s is not None) - min(r.arrival_s for r in g) for g in done]
+    return TaskSummary(n, incomplete, max(0.0, end - start) if end > -math.inf else 0.0, Latency.of(e2e),
+                       mean(lambda r: 1), mean(lambda r: r.prompt_tokens), mean(lambda r: r.output_tokens),
+                       mean(lambda r: r.cached_prompt_tokens))
+
+
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[RequestRecord], what: str = "records file") -> int:
     """Write records as JSONL, one per line; returns how many. A regular file is written under a
     temporary name and renamed, so a failed write (a full disk) leaves no half file; a device

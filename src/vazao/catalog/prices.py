@@ -414,3 +414,107 @@ def all_prices(extra: Mapping[str, PriceTable] | None = None) -> list[PriceTable
     merged = dict(price_tables())
     merged.update(extra or {})
     return sorted(merged.values(), key=lambda t: (t.provider, t.base.input, t.id))
+
+
+# ---- price history (catalog/data/price_history.yaml) -------------------------------------------
+HISTORY_API_KEYS = frozenset({"model", "provider", "family", "as_of", "usd_per_mtok", "source", "notes"})
+HISTORY_GPU_KEYS = frozenset({"gpu", "provider", "as_of", "usd_per_gpu_hour", "offer", "source", "notes"})
+HISTORY_RATE_KEYS = ("input", "output", "cache_read", "cache_write_5m")
+_AS_OF = re.compile(r"\d{4}-\d{2}(-\d{2})?")
+
+
+@dataclass(frozen=True)
+class ApiPricePoint:
+    """One model's list price at one date: USD per million tokens, with where it came from."""
+
+    model: str
+    provider: str
+    family: str
+    as_of: str  # YYYY-MM or YYYY-MM-DD: when the price took effect or was read
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None
+    cache_write_5m: Decimal | None
+    source: str
+
+
+@dataclass(frozen=True)
+class GpuPricePoint:
+    """One provider's rental price of one accelerator at one date: USD per GPU-hour."""
+
+    gpu: str  # the accelerator catalog id
+    provider: str
+    as_of: str
+    usd_per_gpu_hour: Decimal
+    offer: str  # on-demand | marketplace | …
+    source: str
+
+
+@dataclass(frozen=True)
+class PriceHistory:
+    api: tuple[ApiPricePoint, ...]  # by as_of, then model
+    gpu: tuple[GpuPricePoint, ...]
+
+    def family(self, name: str) -> tuple[ApiPricePoint, ...]:
+        return tuple(p for p in self.api if p.family == name)
+
+
+def _history_row(raw: Any, keys: frozenset, need: tuple[str, ...], origin: str) -> dict:
+    if not isinstance(raw, dict):
+        raise VazaoError(f"{origin}: each price history row must be a mapping")
+    unknown = set(raw) - keys
+    if unknown:
+        key = sorted(unknown, key=str)[0]
+        raise VazaoError(f"{_where(raw, key, origin)}: unknown field {key!r} in a price history row "
+                         f"(known: {', '.join(sorted(keys))})")
+    for k in need:
+        if raw.get(k) in (None, ""):
+            raise VazaoError(f"{_where(raw, None, origin)}: price history row lacks {k!r}")
+    if not _AS_OF.fullmatch(str(raw["as_of"])):
+        raise VazaoError(f"{_where(raw, 'as_of', origin)}: as_of {raw['as_of']!r} is not YYYY-MM or YYYY-MM-DD")
+    return raw
+
+
+def parse_history(text: str, origin: str) -> PriceHistory:
+    """A price history file: `api:` rows (USD per million tokens) and `gpu:` rows (USD per GPU-hour),
+    every one with as_of and source; unknown fields refused."""
+    data = read_yaml(text, origin)
+    if not isinstance(data, dict) or set(data) - {"api", "gpu"}:
+        raise VazaoError(f"{origin}: expected top-level 'api:' and 'gpu:' lists")
+    api_rows, gpu_rows = data.get("api") or [], data.get("gpu") or []
+    if not isinstance(api_rows, list) or not isinstance(gpu_rows, list):
+        raise VazaoError(f"{origin}: 'api' and 'gpu' must be lists")
+    if len(api_rows) + len(gpu_rows) > limits.MAX_PRICES:
+        raise VazaoError(f"{origin}: more than {limits.MAX_PRICES:,} price history rows")
+    api = []
+    for raw in api_rows:
+        row = _history_row(raw, HISTORY_API_KEYS, ("model", "provider", "as_of", "usd_per_mtok", "source"), origin)
+        rates = row["usd_per_mtok"]
+        what = f"{row['model']} ({row['as_of']})"
+        if not isinstance(rates, dict) or set(rates) - set(HISTORY_RATE_KEYS) or not {"input", "output"} <= set(rates):
+            raise VazaoError(f"{_where(row, 'usd_per_mtok', origin)}: usd_per_mtok of {what} takes input, output "
+                             f"and optionally cache_read, cache_write_5m")
+        opt = {k: None if rates.get(k) is None else _rate(rates[k], f"{what}.{k}")
+               for k in ("cache_read", "cache_write_5m")}
+        api.append(ApiPricePoint(str(row["model"]), str(row["provider"]), str(row.get("family") or row["model"]),
+                                 str(row["as_of"]), _rate(rates["input"], f"{what}.input"),
+                                 _rate(rates["output"], f"{what}.output"), opt["cache_read"], opt["cache_write_5m"],
+                                 str(row["source"])))
+    gpu = []
+    for raw in gpu_rows:
+        row = _history_row(raw, HISTORY_GPU_KEYS, ("gpu", "provider", "as_of", "usd_per_gpu_hour", "source"), origin)
+        rate = money(row["usd_per_gpu_hour"], f"{row['gpu']} ({row['as_of']}).usd_per_gpu_hour")
+        if rate <= 0 or rate > limits.MAX_USD_PER_HOUR:
+            raise VazaoError(f"{_where(row, 'usd_per_gpu_hour', origin)}: usd_per_gpu_hour must be in "
+                             f"(0, {limits.MAX_USD_PER_HOUR:,}]")
+        gpu.append(GpuPricePoint(str(row["gpu"]), str(row["provider"]), str(row["as_of"]), rate,
+                                 str(row.get("offer") or "on-demand"), str(row["source"])))
+    return PriceHistory(tuple(sorted(api, key=lambda p: (p.as_of, p.model))),
+                        tuple(sorted(gpu, key=lambda p: (p.as_of, p.gpu))))
+
+
+@cache
+def price_history() -> PriceHistory:
+    """The built-in price history (catalog/data/price_history.yaml)."""
+    text = resources.files("vazao.catalog").joinpath("data", "price_history.yaml").read_text(encoding="utf-8")
+    return parse_history(text, "price_history.yaml")

@@ -197,18 +197,25 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
                  "How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor"),
     "demo": ("vazao.cli.physics_cmds", None,
              "The first screen: the seeds' answers, what fits one GPU (cheapest first, $/Mtok), what to run next"),
+    "quality": ("vazao.cli.quality", None,
+                "What a format costs on your task: the same prompts to a reference and a candidate server, "
+                "greedy; exact match, token agreement, log-probability divergence; a row for plan --quality"),
     "plan": ("vazao.cli.plan", None,
              "The cheapest deployment that meets the SLO at this traffic: ranked, with its Pareto front, the "
              "binding constraint and the command that launches it"),
     "report": ("vazao.cli.report", None,
                "One self-contained HTML report (plots, tables, the inputs that produced it) of a plan, "
                "simulation, bench run, measured-vs-predicted comparison or validation; opens offline"),
+    "serve": ("vazao.cli.serve", None,
+              "A local web page: explore the roofline, memory, latency and cost as you change the deployment; "
+              "simulate, plan, compare and export, offline"),
     "simulate": ("vazao.cli.simulate", None,
                  "Simulate serving: continuous vs static batching, paged vs reserved KV, prefix caching, "
                  "speculative decoding, disaggregated prefill/decode — on your workload, timed by the cost model"),
     "prices": ("vazao.cli.cost", "prices_app", "API price tables (in/out/cache/batch/long-context, with as_of)"),
     "bill": ("vazao.cli.cost", "bill_app", "API bills: requests, conversations, agents, usage logs"),
-    "cost": ("vazao.cli.cost", "cost_app", "Self-hosted $/Mtok, break-even against an API, training cost"),
+    "cost": ("vazao.cli.cost", "cost_app",
+             "Self-hosted $/Mtok, owning against renting, break-even against an API, training cost"),
     "budget": ("vazao.cli.cost", "budget_app", "Per-task budgets: cost, margin and latency, as a CI gate"),
 }
 

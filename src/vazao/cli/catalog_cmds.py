@@ -85,11 +85,12 @@ def formats_cmd(
     json_out: bool = JSON,
 ) -> None:
     """Execution formats: bits per weight, weight-only vs weight+activation, and native support."""
+    from vazao.catalog.engine_support import lifecycle
     from vazao.catalog.formats import formats
     from vazao.catalog.local import resolve_accelerator
     from vazao.physics.deployment import format_support
     from vazao.physics.profiles import get_engine
-    from vazao.report.console import formats_table
+    from vazao.report.console import formats_table, lifecycle_lines, print_lines
 
     acc = resolve_accelerator(gpu) if gpu is not None else None
     profile = get_engine(engine) if engine is not None else None
@@ -103,12 +104,16 @@ def formats_cmd(
             s = format_support(f, acc, profile)
             row.update(status=s.status, runs_as=s.compute_dtype, reason=s.reason)
         rows.append(row)
+    # the engine's software lifecycle on the card: the same Lifecycle fit, estimate and plan report
+    life = lifecycle(profile.name, acc).to_json() if acc and profile is not None else None
     if json_out:
         out = {"formats": rows}
         if acc:
-            out.update(gpu=acc.id, generation=acc.generation, tensor_cores=acc.tensor_cores, engine=engine)
+            out.update(gpu=acc.id, generation=acc.generation, tensor_cores=acc.tensor_cores, engine=engine,
+                       lifecycle=life)
         emit_json(out)
     else:
         if acc and not acc.tensor_cores:
             console.print(f"[yellow]{acc.name} has no tensor cores[/]: {acc.gen.note}", highlight=False)
         console.print(formats_table(rows, acc.name if acc else None))
+        print_lines(console, lifecycle_lines([life] if life else []))

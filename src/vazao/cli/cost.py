@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import typer
@@ -304,7 +305,7 @@ def bill_usage_cmd(
 
 
 # ---- self-hosted, break-even, training ---------------------------------------------------------
-cost_app = sub_app("Self-hosted $/Mtok, break-even against an API, training cost.",
+cost_app = sub_app("Self-hosted $/Mtok, owning against renting, break-even against an API, training cost.",
                        no_args_is_help=True)
 app.add_typer(cost_app, name="cost")
 
@@ -380,15 +381,24 @@ def cost_breakeven_cmd(
     traffic: str = TRAFFIC,
     cache: str = CACHE, utilisation: str = UTIL, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
     prices_file: Path = PRICES_FILE, plot: Path = PLOT, quiet: bool = QUIET, json_out: bool = JSON,
+    horizon: str = typer.Option(None, "--horizon", help="Project the break-even month by month over this long "
+                                "(24mo, 2y; at most 120 months); needs --trend."),
+    trend: str = typer.Option(None, "--trend", help="A named, cited price-trend scenario: epoch-fixed-capability, "
+                              "flat-top-tier, agent-rebound, multi-agent-rebound, or a trends YAML file."),
 ) -> None:
     """Traffic above which self-hosting beats an API price, per GPU type; with --traffic, each side's
-    monthly bill at that load. --plot draws $/Mtok against traffic with the API's line."""
+    monthly bill at that load. --plot draws $/Mtok against traffic with the API's line. With --horizon
+    and --trend, the break-even month by month under a cited scenario (never a forecast); --plot then
+    draws it over time."""
     from vazao.cost.policy import SelfHostQuery, breakeven, slo_choice, traffic_rate
     from vazao.cost.selfhost import parse_utilisation
     from vazao.report import cost_console as R
 
     gpu_ids = split_list(gpus, "--gpus", max_items=16)
     check_plot(plot)
+    from vazao.cost.trends import trend_options
+
+    horizon_months, scenario = trend_options(horizon, trend)
     cache = _cache_ttl(cache)
     table = _price(price, prices_file)
     utilisation = parse_utilisation(utilisation, "--utilisation")
@@ -397,7 +407,7 @@ def cost_breakeven_cmd(
     rps = traffic_rate(traffic, utilisation)
     q = SelfHostQuery(model, gpu_ids[0], shape, w, count=count, fmt=fmt, engine=engine, utilisation=utilisation,
                       slo=choice.slo, analytic=analytic)
-    answer = breakeven(q, gpu_ids, table, plan, cache, choice, rps)
+    answer = breakeven(q, gpu_ids, table, plan, cache, choice, rps, horizon_months, scenario)
     result = answer.to_json()
     if json_out:
         emit_json(result)
@@ -408,10 +418,78 @@ def cost_breakeven_cmd(
             from vazao.report.console import print_lines
 
             print_lines(console, R.at_traffic_lines(list(answer.at_traffic), rps))
-    if plot is not None:
-        from vazao.report.small_reports import breakeven_report
+        if answer.trend is not None:
+            from vazao.report.console import print_lines
 
-        write_plot(breakeven_report(answer), plot, json_out=json_out, quiet=quiet)
+            print_lines(console, R.trend_header_lines(answer.trend))
+            for proj in answer.trend.projections[:1]:  # the best deployment's table; every one in --json
+                console.print(R.trend_table(proj, answer.trend.scenario.id))
+            print_lines(console, [f"  {p.summary()}" for p in answer.trend.projections])
+    if plot is not None:
+        from vazao.report.small_reports import breakeven_report, breakeven_trend_report
+
+        build = breakeven_trend_report if answer.trend is not None else breakeven_report
+        write_plot(build(answer), plot, json_out=json_out, quiet=quiet)
+
+
+@cost_app.command("own")
+def cost_own_cmd(
+    model: str = typer.Argument(..., help="Catalog name, config.json or .gguf."),
+    gpu: str = typer.Option(..., "--gpu", "-g", help="GPUs to buy, comma-separated (e.g. p40,rtx-3090,rtx-4090)."),
+    traffic: str = typer.Option(..., "--traffic", help="The load every option carries: a request rate (2/s)."),
+    rent: str = typer.Option(None, "--rent", help="GPUs to rent instead, comma-separated (e.g. h100-sxm)."),
+    api_price: str = typer.Option(None, "--api-price", help="An API price id to weigh too (see `vazao prices`)."),
+    condition: str = typer.Option(None, "--condition", help="new or used (default: the cheapest published)."),
+    price: str = typer.Option(None, "--price", help="$ per card, in place of the catalog's (one GPU)."),
+    horizon: str = typer.Option("36mo", "--horizon", help="How long the cards serve: 36mo, 3y."),
+    life: float = typer.Option(None, "--life", help="Years the cards are written off over (default: 5 for "
+                               "datacenter parts, 4 for GeForce cards)."),
+    resale: str = typer.Option("0", "--resale", help="Share of the price a buyer pays back at the end (0–1)."),
+    hosting: str = typer.Option("0", "--hosting", help="$ per GPU-month for rack space, network, upkeep."),
+    pue: float = typer.Option(None, "--pue", help="The site's PUE (default 1.56, a datacenter's; 1 with --home)."),
+    usd_per_kwh: str = typer.Option(None, "--usd-per-kwh", help="Electricity price (default 0.13 $/kWh)."),
+    home: bool = typer.Option(False, "--home", help="A card in a home or office box: PUE 1."),
+    count: int = typer.Option(None, "--count", "-n", help="GPUs per deployment (default: the fewest per request)."),
+    workload: str = WORKLOAD, input_tokens: int = INPUT, output_tokens: int = OUTPUT, slo: str = SLO_OPT,
+    judge: str = JUDGE, fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
+    quiet: bool = QUIET, json_out: bool = JSON,
+) -> None:
+    """Buy GPUs, rent them or pay an API: $/request and $/Mtok over a horizon with power, and the month
+    buying pays back."""
+    from vazao import inputs
+    from vazao.cost.energy import default_site
+    from vazao.cost.policy import OwnChoice, SelfHostQuery, own, slo_choice, traffic_rate
+    from vazao.cost.trends import parse_horizon
+    from vazao.report import cost_console as R
+    from vazao.report.console import print_lines
+
+    def names(text: str | None, what: str) -> tuple[str, ...]:
+        items = tuple(x.strip() for x in (text or "").split(",") if x.strip())
+        if len(items) > 16:
+            raise VazaoError(f"{what}: at most 16 GPUs, got {len(items)}")
+        return items
+
+    def share(text: str, what: str) -> Decimal:
+        return Decimal(str(inputs.number(text, what, minimum=0.0, maximum=1.0)))
+
+    months = parse_horizon(horizon)
+    rps = traffic_rate(traffic)
+    site = default_site(home, None if pue is None else inputs.number(pue, "--pue", minimum=1.0, maximum=3.0),
+                        usd_per_kwh)
+    choice = OwnChoice(names(gpu, "--gpu"), names(rent, "--rent"), api_price, condition, price, life,
+                       share(resale, "--resale"),
+                       Decimal(str(inputs.number(hosting, "--hosting", minimum=0.0, maximum=1_000_000.0))),
+                       site, months, rps if rps is not None else 0.0)
+    shape, w, _plan = _shape(workload, input_tokens, output_tokens)
+    slo_c = slo_choice(slo, judge)
+    answer = own(SelfHostQuery(model, choice.owned[0] if choice.owned else "", shape, w, count=count, fmt=fmt,
+                               engine=engine, slo=slo_c.slo, analytic=analytic), choice)
+    if json_out:
+        emit_json(answer.to_json())
+        return
+    console.print(slo_c.note, highlight=False)
+    console.print(R.own_table(answer))
+    print_lines(console, R.own_lines(answer))
 
 
 @cost_app.command("train")

@@ -36,7 +36,7 @@ def fit_cmd(
     the memory per GPU: weights, runtime reserve, KV cache, what the engine's cap leaves."""
     from vazao.physics.deployment import make_deployment
     from vazao.physics.memory import fit
-    from vazao.report.console import fit_lines, print_lines
+    from vazao.report.console import fit_lines, lifecycle_lines, print_lines
 
     check_positive(count=count, context=context, tp=tp, pp=pp)
     check_plot(plot)
@@ -49,11 +49,12 @@ def fit_cmd(
         alternatives = what_fits(model, gpu, dep.weight_format.name, context, engine=dep.engine.name)
     result = {"kind": "fit", "deployment": dep.label(), **dep.to_json(), "ideal": ideal,
               "format_status": dep.support.status, **f.to_json(),
-              **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {})}
+              **({"fits_instead": [a.to_json() for a in alternatives]} if not f.fits else {}),
+              "lifecycle": dep.lifecycle.to_json()}
     if json_out:
         emit_json(result)
     else:
-        print_lines(console, fit_lines(dep.label(), f))
+        print_lines(console, fit_lines(dep.label(), f) + lifecycle_lines([result["lifecycle"]]))
         if not f.fits:
             console.print("would fit: " + (", or ".join(a.describe() for a in alternatives) if alternatives else
                                            "nothing up to 8 GPUs of this kind, in this format or a narrower one"),
@@ -79,7 +80,7 @@ def estimate_cmd(
     --plot draws each batch's decode and prefill step on the GPU's roofline."""
     from vazao.analytic import estimate
     from vazao.physics.deployment import make_deployment
-    from vazao.report.console import estimate_footer, estimate_table, print_lines
+    from vazao.report.console import estimate_footer, estimate_table, lifecycle_lines, print_lines
 
     check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
     batches = parse_int_list(batch, "--batch")
@@ -87,12 +88,13 @@ def estimate_cmd(
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
                          profile=profile)
     est = estimate(dep, batches, input_tokens, output_tokens)
-    result = {"kind": "estimate", **dep.to_json(), "ideal": ideal, **est.to_json()}
+    result = {"kind": "estimate", **dep.to_json(), "ideal": ideal, **est.to_json(),
+              "lifecycle": dep.lifecycle.to_json()}
     if json_out:
         emit_json(result)
     else:
         console.print(estimate_table(est))
-        print_lines(console, estimate_footer(est))
+        print_lines(console, estimate_footer(est) + lifecycle_lines([result["lifecycle"]]))
     if plot is not None:
         from vazao.report.estimate_report import estimate_report
 

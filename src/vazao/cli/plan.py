@@ -73,6 +73,8 @@ def plan_cmd(
     max_gpus: int = typer.Option(8, "--max-gpus", help="Most GPUs a deployment may use (replicas × tp × pp)."),
     quality_floor: float | None = typer.Option(None, "--quality-floor",
                                                help="Least published quality recovery vs 16-bit (0-1)."),
+    quality_file: Path | None = typer.Option(None, "--quality", help="Quality rows (vazao quality -o) used "
+                                             "before the catalog's for their family and format."),
     requests: int = typer.Option(400, "--requests", help="Simulated requests per deployment."),
     simulate_top: int = typer.Option(48, "--simulate-top", help="Deployments simulated, cheapest estimate first."),
     emit: str | None = typer.Option(None, "--emit", help="Print the winner's launch command for this engine "
@@ -89,6 +91,12 @@ def plan_cmd(
                                                                 "rtx-3060=0.08 (repeatable; owned hardware)."),
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    support_horizon: str | None = typer.Option(
+        None, "--support-horizon", help="Leave out GPUs whose support by the engine has ended or is announced "
+        "to end within this span (24mo, 2y; engine_support.yaml); default: try them, with a note."),
+    buy: bool = typer.Option(False, "--buy", help="Price GPUs as bought, not rented: the published purchase "
+                             "price over the card's life plus electricity at the candidate's draw (as `vazao "
+                             "cost own`); cards with no published price are left out."),
     plot: Path = PLOT,
     quiet: bool = QUIET,
     json_out: bool = JSON,
@@ -119,10 +127,14 @@ def plan_cmd(
         curves = 3 if (json_out or plot is not None) else 0
     inp = PlanInputs(workload=workload, traffic=Traffic.parse(traffic), slo=limits,
                      models=m, gpus=g, formats=f, engines=e, kv_formats=k, max_gpus=max_gpus,
-                     quality_floor=quality_floor, requests=requests, simulate_top=simulate_top, seed=seed,
+                     quality_floor=quality_floor,
+                     quality_file=str(quality_file) if quality_file else None, requests=requests,
+                     simulate_top=simulate_top, seed=seed,
                      profile=str(profile) if profile else None, slo_is_default=slo is None and user_tps is None,
                      gpu_prices=_prices(gpu_price), objective=objective, gpu_count=gpu_count, curves=curves,
-                     disagg=disagg)
+                     disagg=disagg, support_horizon_months=(inputs.months(support_horizon, "--support-horizon")
+                                                            if support_horizon is not None else None),
+                     buy=buy)
     inp.check_workload()
     if emit is not None:
         from vazao.physics.profiles import get_engine
@@ -189,6 +201,10 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
         emit_json(doc)
     else:
         render_plan(console, result)
+        from vazao.plan.evaluate import shape_lifecycles
+        from vazao.report.console import lifecycle_lines, print_lines
+
+        print_lines(console, lifecycle_lines(shape_lifecycles([c.shape for c in result.candidates])))
         if api is not None:
             _print_api(api)
         if launch is not None:

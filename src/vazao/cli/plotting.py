@@ -14,7 +14,7 @@ PLOT = typer.Option(None, "--plot", help="Also draw this command's picture to th
                     ".html; needs the report extra).")
 
 
-_NAMED = {"estimate", "fit", "simulation", "breakeven"}  # reports titled by what they are of
+_NAMED = {"estimate", "fit", "simulation", "breakeven", "breakeven trend"}  # reports titled by what they are of
 
 
 def check_plot(path: Path | None) -> None:

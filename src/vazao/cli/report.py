@@ -1,5 +1,5 @@
-"""`vazao report`: a result file (plan, simulation, bench run, validation) → one self-contained HTML
-report. Hooked into the app by `register(app)`."""
+"""`vazao report`: a result file (plan, simulation, bench run, validation, estimate, break-even over time) →
+one self-contained HTML report. Hooked into the app by `register(app)`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from vazao.errors import VazaoError
 # The flag, the kind of result it takes, and the command that writes one.
 EXPECTED = {"--plan": ("plan", "vazao plan --json"), "--sim": ("simulation", "vazao simulate --json"),
             "--run": ("bench run", "vazao bench -o run.json"), "--predicted": ("simulation", "vazao simulate --json"),
-            "--validate": ("validation", "vazao validate --json"), "--estimate": ("estimate", "vazao estimate --json")}
+            "--validate": ("validation", "vazao validate --json"), "--estimate": ("estimate", "vazao estimate --json"),
+            "--breakeven": ("breakeven trend", "vazao cost breakeven --horizon 24mo --trend NAME --json")}
 
 
 def read_result(path: Path, flag: str) -> Any:
@@ -31,7 +32,7 @@ def read_result(path: Path, flag: str) -> Any:
 
 
 def build(plan: Path | None, sim: Path | None, run: Path | None, predicted: Path | None, validate: Path | None,
-          estimate: Path | None = None):
+          estimate: Path | None = None, breakeven: Path | None = None):
     from vazao.report.estimate_report import estimate_report
     from vazao.report.plan_report import plan_report
     from vazao.report.reports import bench_report, comparison_report, simulation_report, validation_report
@@ -39,10 +40,10 @@ def build(plan: Path | None, sim: Path | None, run: Path | None, predicted: Path
     if predicted is not None and run is None:
         raise VazaoError("--predicted compares a simulation with a measured run: give --run too")
     given = [f for f, v in (("--plan", plan), ("--sim", sim), ("--run", run), ("--validate", validate),
-                            ("--estimate", estimate)) if v]
+                            ("--estimate", estimate), ("--breakeven", breakeven)) if v]
     if len(given) != 1:
-        raise VazaoError("give one of --plan, --sim, --run (with --predicted to compare), --validate or --estimate"
-                         + (f"; got {', '.join(given)}" if given else ""))
+        raise VazaoError("give one of --plan, --sim, --run (with --predicted to compare), --validate, --estimate "
+                         "or --breakeven" + (f"; got {', '.join(given)}" if given else ""))
     if plan:
         return plan_report(read_result(plan, "--plan"))
     if sim:
@@ -51,6 +52,10 @@ def build(plan: Path | None, sim: Path | None, run: Path | None, predicted: Path
         return validation_report(read_result(validate, "--validate"))
     if estimate:
         return estimate_report(read_result(estimate, "--estimate"))
+    if breakeven:
+        from vazao.report.small_reports import breakeven_trend_report
+
+        return breakeven_trend_report(read_result(breakeven, "--breakeven"))
     measured = read_result(run, "--run")
     if predicted is None:
         return bench_report(measured, run.parent)
@@ -68,12 +73,14 @@ def register(app: typer.Typer) -> None:
         predicted: Path | None = typer.Option(None, "--predicted", help="With --run: the simulation to compare."),
         validate: Path | None = typer.Option(None, "--validate", help="A `vazao validate --json` result."),
         estimate: Path | None = typer.Option(None, "--estimate", help="A `vazao estimate --json` result."),
+        breakeven: Path | None = typer.Option(None, "--breakeven", help="A `vazao cost breakeven --horizon … "
+                                              "--trend … --json` result: the break-even over time."),
         output: Path = typer.Option(Path("report.html"), "--output", "-o", help="The HTML file to write."),
     ) -> None:
         """One self-contained HTML report (plots, tables, the inputs that produced it) of a plan,
         simulation, bench run, measured-vs-predicted comparison or validation; opens offline."""
         inputs.output_file(output, "--output")  # before any work: an unwritable path fails first
-        report = build(plan, sim, run, predicted, validate, estimate)
+        report = build(plan, sim, run, predicted, validate, estimate, breakeven)
         from vazao.report.html import render_report
         from vazao.report.plots import charts_for
 

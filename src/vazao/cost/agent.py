@@ -5,12 +5,18 @@ tokens of every call are a stable prefix: each agent's first call writes it, its
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
-from vazao import limits
-from vazao.catalog.prices import PriceTable
+from vazao.catalog.prices import PriceTable, usd_str
 from vazao.cost.ledger import Bill, TokenLedger, line, make_bill
+from vazao.cost.money import MICRO, to_decimal
 from vazao.errors import VazaoError
+from vazao.resultfiles import from_document
+from vazao.results import TaskSummary
+from vazao.workload.agent import AgentShape
 
 
 @dataclass(frozen=True)
@@ -70,66 +76,19 @@ SEED_MULTIPLIERS = {"agent": 4.0, "multi-agent": 15.0}
 
 
 @dataclass(frozen=True)
-class AgentLoop:
+class AgentLoop(AgentShape):
     """An agent as a loop, not a flat context: each call re-sends everything before it. Call k's prompt
     is the first prompt (`context`: system prompt, tools and task) plus every earlier call's reply,
     reasoning kept in the history (`history_reasoning`) and tool output (`tool`) — so the prompt grows
     by (reply + tool) tokens a call. `agents` run the loop side by side (sub-agents); with `merge_reply`
     > 0 an orchestrator's last call reads every agent's final reply and writes its own.
 
+    The token arithmetic (fields, `prompt(k)`, `growth`, the totals) is vazao.workload.agent.AgentShape,
+    which the simulator's `agent` workload draws its requests from: one description, two users.
+
     With prompt caching, call k reads from the cache the prompt call k − 1 sent and writes what was
     appended since (the provider's incremental cache: a breakpoint at the end of each call's prompt);
     the first call writes its whole prompt."""
-
-    calls: int
-    context: int  # the first call's prompt tokens
-    reply: int  # answer tokens per call
-    tool: int = 0  # tool-output tokens appended to the history after each call
-    agents: int = 1
-    reasoning: int = 0  # thinking tokens per call, billed as output
-    history_reasoning: bool = False  # whether the thinking is re-sent with the history
-    merge_reply: int = 0  # the orchestrator's merge call's answer (0: no merge call)
-
-    def __post_init__(self) -> None:
-        for name in ("calls", "agents"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise VazaoError(f"{name} must be a positive integer, got {v!r}")
-        if self.calls > limits.MAX_LOOP_CALLS:
-            raise VazaoError(f"calls of a loop must be at most {limits.MAX_LOOP_CALLS:,} (each is its own bill "
-                             f"line), got {self.calls:,}", parameter="calls")
-        for name in ("context", "reply", "tool", "reasoning", "merge_reply"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 0:
-                raise VazaoError(f"{name} must be a non-negative integer, got {v!r}")
-
-    @property
-    def growth(self) -> int:
-        """Tokens the history grows by per call."""
-        return self.reply + self.tool + (self.reasoning if self.history_reasoning else 0)
-
-    def prompt(self, k: int) -> int:
-        """Call k's prompt tokens (k from 1)."""
-        return self.context + (k - 1) * self.growth
-
-    @property
-    def merge_prompt(self) -> int:
-        return self.context + self.agents * self.reply if self.merge_reply else 0
-
-    @property
-    def tokens_per_agent(self) -> int:
-        """Every token one agent's calls send and receive: Σ prompt_k + calls × (reply + reasoning)."""
-        sent = self.calls * self.context + self.growth * self.calls * (self.calls - 1) // 2
-        return sent + self.calls * (self.reply + self.reasoning)
-
-    @property
-    def tokens_per_task(self) -> int:
-        return self.agents * self.tokens_per_agent + (self.merge_prompt + self.merge_reply if self.merge_reply else 0)
-
-    @property
-    def flat_tokens_per_task(self) -> int:
-        """What the flat count (AgentTask: every call `context` + `reply`) says for the same calls."""
-        return self.agents * self.calls * (self.context + self.reply + self.reasoning)
 
     def multipliers(self) -> dict[str, float]:
         """What the loop implies, beside seed 004's multipliers. Seed 004 (Anthropic) puts an agent at ≈ 4×
@@ -169,3 +128,38 @@ def bill_agent_loop(loop: AgentLoop, table: PriceTable, cache_ttl: str | None = 
         raise VazaoError(f"{table.id} lists no prompt-cache price; bill without prompt caching")
     lines = [line(table, label, led, n, batch, cache_ttl if cached else None) for label, led, n in loop.ledgers(cached)]
     return make_bill(table, lines, batch, cache_ttl if cached else None)
+
+
+@dataclass(frozen=True)
+class SelfHostedTask:
+    """One agent task served on your own GPUs, from a simulated (or measured) run of the agent workload:
+    its latency and tokens per task (results.TaskSummary) and what a task costs at the run's load: the
+    deployment's $/h over the tasks it finished per hour (idle time between tasks included, as the run had it)."""
+
+    deployment: str
+    gpus: int
+    usd_per_gpu_hour: Decimal
+    usd_per_gpu_hour_source: str
+    tasks: TaskSummary
+    usd_per_task: Decimal | None  # None when no task finished
+
+    def to_json(self) -> dict:
+        return {"deployment": self.deployment, "gpus": self.gpus, "usd_per_gpu_hour": usd_str(self.usd_per_gpu_hour),
+                "usd_per_gpu_hour_source": self.usd_per_gpu_hour_source, "tasks": self.tasks.to_json(),
+                "usd_per_task": None if self.usd_per_task is None else usd_str(self.usd_per_task)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SelfHostedTask:
+        return from_document(cls, d)
+
+
+def selfhosted_task(label: str, gpus: int, tasks: TaskSummary, usd_per_gpu_hour: Decimal,
+                    rate_source: str) -> SelfHostedTask:
+    """$ per task = GPUs × $/GPU-h × the run's duration / the tasks it finished."""
+    if gpus < 1:
+        raise VazaoError(f"gpus (the GPU count) must be positive, got {gpus}")
+    per = None
+    if tasks.tasks and tasks.duration_s > 0:
+        hours = to_decimal(tasks.duration_s) / 3600
+        per = (usd_per_gpu_hour * gpus * hours / tasks.tasks).quantize(MICRO / 1000, rounding=ROUND_HALF_UP)
+    return SelfHostedTask(label, gpus, usd_per_gpu_hour, rate_source, tasks, per)

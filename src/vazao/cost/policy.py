@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from vazao.cost.breakeven import choose_count
+from vazao.cost.energy import EnergySite
 from vazao.cost.money import HOURS_PER_MONTH
 from vazao.cost.selfhost import (
     SelfHostCost,
@@ -30,6 +31,8 @@ from vazao.errors import VazaoError
 from vazao.results import DEFAULT_SLO, SLO, RunSummary
 
 if TYPE_CHECKING:
+    from vazao.cost.own import OwnAnswer
+    from vazao.cost.trends import BreakEvenTrend, TrendScenario
     from vazao.physics.deployment import Deployment
     from vazao.workload import Workload
 
@@ -276,7 +279,9 @@ def selfhost(q: SelfHostQuery, slo: SLOChoice | None = None, rps: float | None =
 class BreakEvenAnswer:
     """`vazao cost breakeven`'s answer: a ranked BreakEven row per GPU type against one API price, and
     each side's monthly bill at the traffic when one is given. The winner is the GPU type that beats
-    the API at the lowest traffic (None: the API is cheaper on every one)."""
+    the API at the lowest traffic (None: the API is cheaper on every one). With a trend (a named, cited
+    scenario: cost.trends) the break-even of each row month by month over a horizon; the document is
+    then of kind "breakeven trend"."""
 
     model: str
     api_price: str
@@ -287,6 +292,7 @@ class BreakEvenAnswer:
     rows: tuple
     traffic_requests_per_s: float | None = None
     at_traffic: tuple[dict, ...] | None = None
+    trend: BreakEvenTrend | None = None
 
     @property
     def winner(self) -> str | None:
@@ -303,26 +309,34 @@ class BreakEvenAnswer:
                "rows": [r.to_json() for r in self.rows]}
         if self.at_traffic is not None:
             out.update({"traffic_requests_per_s": self.traffic_requests_per_s, "at_traffic": list(self.at_traffic)})
+        if self.trend is not None:
+            out.update({"kind": "breakeven trend", "trend": self.trend.to_json()})
         return out
 
     @classmethod
     def from_json(cls, d: Mapping) -> BreakEvenAnswer:
         """The winner is derived (the first row's GPU when it breaks even): read back from the rows."""
         from vazao.cost.breakeven import BreakEven
+        from vazao.cost.trends import BreakEvenTrend
 
-        at = d.get("at_traffic")
+        at, trend = d.get("at_traffic"), d.get("trend")
         return cls(d["model"], d["api_price"], d.get("api_price_as_of"), Decimal(d["api_usd_per_request"]),
                    RequestShape(d["input_tokens"], d["output_tokens"]), SLOChoice.from_json(d),
                    tuple(BreakEven.from_json(r) for r in d["rows"]), d.get("traffic_requests_per_s"),
-                   None if at is None else tuple(dict(a) for a in at))
+                   None if at is None else tuple(dict(a) for a in at),
+                   None if trend is None else BreakEvenTrend.from_json(trend))
 
 
 def breakeven(q: SelfHostQuery, gpus: Sequence[str], table, plan: Sequence | None = None,
               cache_ttl: str | None = None, slo: SLOChoice | None = None,
-              rps: float | None = None) -> BreakEvenAnswer:
+              rps: float | None = None, horizon_months: int | None = None,
+              trend: TrendScenario | None = None) -> BreakEvenAnswer:
     """Self-hosting `q` on each of `gpus` against the API price `table` (a PriceTable): the API's mean
     bill per request over the workload's `plan` (prefixes cached with cache_ttl) or for q.shape, and
-    with `rps` each side's monthly bill at that traffic."""
+    with `rps` each side's monthly bill at that traffic. With `trend` (cost.trends.TrendScenario) and
+    `horizon_months`, each row that can serve projected month by month under that scenario."""
+    if (trend is None) != (horizon_months is None):
+        raise VazaoError("a break-even over time needs both a horizon and a trend scenario", parameter="trend")
     if q.shape is None:
         raise VazaoError("a break-even needs a request shape (input and output tokens per request)")
     choice = slo if slo is not None else SLOChoice(q.slo)
@@ -331,4 +345,135 @@ def breakeven(q: SelfHostQuery, gpus: Sequence[str], table, plan: Sequence | Non
     per_request = api_usd_per_request(table, q.shape, plan, cache_ttl)
     rows = tuple(break_evens(q, gpus, table.id, per_request))
     at = tuple(monthly_at(r.selfhost, rps, per_request) for r in rows) if rps is not None else None
-    return BreakEvenAnswer(q.model, table.id, table.as_of, per_request, q.shape, choice, rows, rps, at)
+    projected = None
+    if trend is not None and horizon_months is not None:
+        from vazao.cost.trends import BreakEvenTrend, project_with_range
+
+        tokens = q.shape.input_tokens + q.shape.output_tokens
+        projected = BreakEvenTrend(trend, horizon_months, tuple(
+            project_with_range(r, trend, horizon_months, per_request, tokens, rps)
+            for r in rows if r.selfhost.throughput.requests_per_s > 0))
+    return BreakEvenAnswer(q.model, table.id, table.as_of, per_request, q.shape, choice, rows, rps, at, projected)
+
+
+# ---- owning against renting and an API ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OwnChoice:
+    """What `vazao cost own` weighs besides the query: the cards to buy (and on what terms), the GPUs to
+    rent, an API price, the horizon and the traffic every option must carry."""
+
+    owned: tuple[str, ...]
+    rented: tuple[str, ...] = ()
+    api_price: str | None = None
+    condition: str | None = None  # new | used | None: the cheapest published
+    price: str | None = None  # $ per card, in place of the catalog's (one owned GPU only)
+    life_years: float | None = None  # None: the catalog's convention for the part
+    resale_share: Decimal = Decimal(0)
+    hosting_usd_per_gpu_month: Decimal = Decimal(0)
+    site: EnergySite | None = None  # None: the catalog's datacenter site
+    horizon_months: int = 36
+    requests_per_s: float = 1.0
+
+
+def rps_ok(rps: float) -> bool:
+    return rps > 0 and rps < float("inf")
+
+
+def _cheapest_owned(q: SelfHostQuery, gpu: str, terms, months: int, out_tokens: int, rps: float):
+    """(the owned option with the lowest total over the horizon among 1, 2, 4 and 8 boards per copy, or
+    the given count; None and why when none serves): few boards may carry a light load, more may be
+    needed to meet the SLO at all."""
+    from vazao.cost.own import owned_option
+
+    best, why = None, "no GPU count of 1, 2, 4, 8 serves"
+    for n in (q.count,) if q.count is not None else (1, 2, 4, 8):
+        try:
+            c = selfhost_for(replace(q, gpu=gpu, count=n, usd_per_hour="1"))  # the rate is not read
+        except VazaoError as exc:
+            why = str(exc)
+            continue
+        if c.throughput.requests_per_s <= 0:
+            why = c.throughput.detail
+            continue
+        o = owned_option(c, terms, months, out_tokens, rps)
+        if best is None or o.total_usd < best.total_usd:
+            best = o
+    return best, why
+
+
+def own(q: SelfHostQuery, choice: OwnChoice) -> OwnAnswer:
+    """Each owned card, rented GPU and the API serving the same requests (`choice.requests_per_s` of
+    q.shape under q.slo) over the horizon, cheapest per request first; see cost/own.py."""
+    from vazao import limits
+    from vazao.catalog.local import resolve_accelerator
+    from vazao.catalog.prices import get_price
+    from vazao.cost.energy import default_site
+    from vazao.cost.own import (
+        OwnAnswer,
+        OwnTerms,
+        check_terms,
+        default_life,
+        purchase_price,
+        rank,
+        running_option,
+    )
+    from vazao.cost.selfhost import at_traffic
+
+    if q.shape is None:
+        raise VazaoError("an owned cost needs a request shape (input and output tokens per request)")
+    if not 1 <= choice.horizon_months <= limits.MAX_HORIZON_MONTHS:
+        raise VazaoError(f"the horizon is 1 to {limits.MAX_HORIZON_MONTHS} months, got {choice.horizon_months}",
+                         parameter="horizon")
+    if not choice.owned:
+        raise VazaoError("name at least one GPU to own", parameter="gpu")
+    if choice.price is not None and len(choice.owned) > 1:
+        raise VazaoError("a purchase price is one card's: give it with one GPU to own", parameter="price")
+    if not Decimal(0) <= choice.resale_share < Decimal(1):
+        raise VazaoError(f"the resale share is the part of the price sold back, 0 to below 1; got "
+                         f"{choice.resale_share}", parameter="resale")
+    if choice.life_years is not None and not 0.25 <= choice.life_years <= 20:
+        raise VazaoError(f"a service life is 0.25 to 20 years, got {choice.life_years:g}", parameter="life")
+    check_terms(choice.condition, choice.price)
+    if not rps_ok(choice.requests_per_s):
+        raise VazaoError(f"the traffic is a positive request rate, got {choice.requests_per_s:g}/s",
+                         parameter="traffic")
+    rps = choice.requests_per_s
+    site = choice.site or default_site()
+    out_tokens = q.shape.output_tokens
+    months = choice.horizon_months
+    per_month = rps * 3600 * float(HOURS_PER_MONTH)
+    options, refused = [], {}
+    for gpu in choice.owned:
+        acc = resolve_accelerator(gpu)
+        try:
+            usd, src, cond = purchase_price(acc.id, acc.name, choice.condition, choice.price)
+            life, life_src = ((choice.life_years, "given") if choice.life_years is not None
+                              else default_life(acc.name))
+            terms = OwnTerms(usd, src, cond, life, life_src, choice.resale_share,
+                             choice.hosting_usd_per_gpu_month, site)
+            best, why = _cheapest_owned(q, gpu, terms, months, out_tokens, rps)
+            if best is None:
+                refused[f"{acc.id} (owned)"] = why
+                continue
+            options.append(best)
+        except VazaoError as exc:
+            refused[f"{acc.id} (owned)"] = str(exc)
+    for gpu in choice.rented:
+        acc = resolve_accelerator(gpu)
+        try:
+            c = selfhost_for(replace(q, gpu=gpu))
+            if c.throughput.requests_per_s <= 0:
+                refused[f"{acc.id} (rented)"] = c.throughput.detail
+                continue
+            c = at_traffic(c, rps)
+            options.append(running_option("rented", f"{c.deployment}, rented", c.gpus, c.usd_per_request,
+                                          per_month, months, out_tokens, c))
+        except VazaoError as exc:
+            refused[f"{acc.id} (rented)"] = str(exc)
+    if choice.api_price is not None:
+        table = get_price(choice.api_price)
+        per_req = api_usd_per_request(table, q.shape)
+        options.append(running_option("api", f"API {table.id}", 0, per_req, per_month, months, out_tokens))
+    return OwnAnswer(q.model, q.shape.input_tokens, out_tokens, months, rps, rank(options, months), refused)

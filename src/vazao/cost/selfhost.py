@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from vazao.analytic import max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.catalog.prices import share_str, usd_str
+from vazao.cost.energy import EnergyCost, EnergySite, default_site, energy_cost
 from vazao.cost.money import MICRO
 from vazao.cost.rates import given_rate, gpu_rate, to_decimal  # noqa: F401  (gpu_rate, given_rate: re-exported)
 from vazao.errors import VazaoError
+from vazao.physics.energy import idle_power_w
 from vazao.physics.memory import fit
 from vazao.resultfiles import from_document
 from vazao.results import SLO, RunSummary
@@ -45,6 +47,9 @@ class Throughput:
     detail: str
     input_time_share: float | None = None  # share of GPU time spent on prefill, when known
     batch: int | None = None
+    # one board's mean draw while serving at this throughput, and idle (physics/energy.py); None: unknown
+    power_w: float | None = None
+    idle_w: float | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -101,7 +106,8 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
         detail = (f"analytic under SLO: batch {p.batch} of {bmax} per replica (TTFT {p.ttft_s:.3g} s, "
                   f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing)")
     rps = out_tps / output_tokens
-    return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch)
+    return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch,
+                      p.power_w, idle_power_w(dep.accelerator))
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class SelfHostCost:
     usd_per_mtok_input_split: Decimal | None  # by GPU time share
     usd_per_mtok_output_split: Decimal | None
     usd_per_request: Decimal | None
+    energy: EnergyCost | None = None  # the electricity (in a rental price already; added when owned)
 
     def to_json(self) -> dict:
         def s(x: Decimal | None) -> str | None:
@@ -137,12 +144,14 @@ class SelfHostCost:
             "usd_per_mtok_input_split": s(self.usd_per_mtok_input_split),
             "usd_per_mtok_output_split": s(self.usd_per_mtok_output_split),
             "usd_per_request": s(self.usd_per_request),
+            "energy": None if self.energy is None else self.energy.to_json(),
         }
 
     @classmethod
     def from_json(cls, d: Mapping) -> SelfHostCost:
         """Amounts from their text (usd_str); the utilisation as share_str wrote it (six decimals)."""
-        return from_document(cls, d)
+        e = d.get("energy")
+        return from_document(cls, d, energy=None if e is None else EnergyCost.from_json(e))
 
 
 def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:
@@ -163,7 +172,9 @@ def parse_utilisation(value: Decimal | str, what: str = "utilisation") -> Decima
 
 
 def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source: str, tp: Throughput,
-                  utilisation: Decimal | str = "1") -> SelfHostCost:
+                  utilisation: Decimal | str = "1", site: EnergySite | None = None) -> SelfHostCost:
+    """The cost of `gpus` at `usd_per_gpu_hour` serving `tp` for the `utilisation` share of the hours,
+    with its electricity at `site` (None: the catalog's datacenter) where the throughput knows its draw."""
     util = parse_utilisation(utilisation)
     if gpus < 1:
         raise VazaoError(f"gpus (the GPU count) must be positive, got {gpus}")
@@ -179,8 +190,12 @@ def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source:
     if tp.requests_per_s > 0:
         per_req = (usd_h / (to_decimal(tp.requests_per_s) * 3600 * util)).quantize(MICRO / 1000,
                                                                                    rounding=ROUND_HALF_UP)
+    energy = None
+    if tp.power_w is not None and tp.idle_w is not None:
+        energy = energy_cost(tp.power_w, tp.idle_w, gpus, tp.input_tokens_per_s, tp.output_tokens_per_s, util,
+                             site or default_site())
     return SelfHostCost(label, gpus, usd_per_gpu_hour, rate_source, util, tp, usd_h, out, blended,
-                        split_in, split_out, per_req)
+                        split_in, split_out, per_req, energy)
 
 
 # ---- where throughput comes from ---------------------------------------------------------------
@@ -273,13 +288,14 @@ def _slo_concurrency(runs: _ClosedLoopRuns, slo: SLO, top: int) -> int | None:
     return None if good is None else _bisect(runs.meets, good, bad)
 
 
-def _input_share(dep: Deployment, best: SimRun) -> float | None:
-    """The prefill share of GPU time: the analytic model at the run's mean lengths and mean batch."""
+def _run_point(dep: Deployment, best: SimRun):
+    """The analytic steady point at the run's mean lengths and mean batch (None: the run made none):
+    where a simulated cost takes its prefill share of GPU time and its boards' draw."""
     s = best.summary
     done = max(1, s.requests - s.errors)
     mean_in, mean_out = round(s.prompt_tokens / done), round(s.output_tokens / done)
     if mean_in >= 1 and mean_out >= 1 and best.mean_batch >= 1:
-        return steady_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas))).input_time_share
+        return steady_point(dep, mean_in, mean_out, max(1, round(best.mean_batch / dep.replicas)))
     return None
 
 
@@ -310,8 +326,10 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
                           f"simulated {workload.name}: the SLO is missed even at concurrency 1", None, 0)
     best = runs(best_c)
     tp = throughput_from_summary(best.summary, "simulated", _simulated_detail(workload, slo, best_c, best))
+    p = _run_point(dep, best)
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
-                      _input_share(dep, best), best_c)
+                      p.input_time_share if p else None, best_c, p.power_w if p else None,
+                      idle_power_w(dep.accelerator))
 
 
 JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
@@ -343,8 +361,9 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
     # the prefill share of GPU time at the run's own prefix-cache hits (the cap assumed fewer; the run had them)
     hit = found.cache_hit_share if found.cache_hit_share is not None else 0.0
     cached = round(mean_in * hit) if dep.engine.prefix_caching else 0
-    share = steady_point(dep, mean_in, mean_out, point.batch, cached).input_time_share
-    return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, share, point.batch)
+    at = steady_point(dep, mean_in, mean_out, point.batch, cached)
+    return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, at.input_time_share, point.batch,
+                      at.power_w, idle_power_w(dep.accelerator))
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
@@ -361,4 +380,4 @@ def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
                      detail=f"{tp.detail}; ×{copies} to carry {requests_per_s:g} req/s" if copies > 1 else tp.detail)
     label = c.deployment if copies == 1 else f"{copies} × {c.deployment}"
     return selfhost_cost(label, c.gpus * copies, c.usd_per_gpu_hour, c.usd_per_gpu_hour_source, scaled,
-                         max(util, Decimal("0.0001")))
+                         max(util, Decimal("0.0001")), c.energy.site if c.energy else None)

@@ -113,12 +113,14 @@ class _Level:
                 ev.set()
 
     async def wait_turn(self, spec: RequestSpec) -> None:
-        after = spec.after
-        if after is None or after not in self.seen:
+        """Wait for `after` (and every `join`: a merge waits for all its agents) to finish, then the think time."""
+        befores = [b for b in (spec.after, *spec.join) if b is not None and b in self.seen]
+        if not befores:
             return
-        if after not in self.finished:
-            ev = self.waiters.get(after) or self.waiters.setdefault(after, asyncio.Event())
-            await ev.wait()
+        for before in befores:
+            if before not in self.finished:
+                ev = self.waiters.get(before) or self.waiters.setdefault(before, asyncio.Event())
+                await ev.wait()
         think = float(spec.think_time_s or 0.0)
         if think > 0:
             await asyncio.sleep(think)
@@ -157,6 +159,8 @@ class _Level:
         if spec.conversation_id is not None:
             extra["conversation_id"] = spec.conversation_id
             extra["turn"] = spec.turn
+        if spec.task_id is not None:
+            extra["task_id"] = spec.task_id
         if scheduled is not None:
             extra["scheduled_s"] = round(scheduled - self.client.origin, 6)
         self.sending += 1

@@ -15,6 +15,7 @@ from vazao.errors import VazaoError
 from vazao.physics.profiles import EngineProfile, get_engine
 
 if TYPE_CHECKING:  # physics/step imports this module
+    from vazao.catalog.engine_support import Lifecycle
     from vazao.physics.step import StepConstants
 
 
@@ -115,6 +116,14 @@ class Deployment:
             object.__setattr__(self, "_consts", c)
         return c
 
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """The engine's software lifecycle on this accelerator (catalog/engine_support.py): the one note fit,
+        estimate, formats and plan print."""
+        from vazao.catalog.engine_support import lifecycle
+
+        return lifecycle(self.engine.name, self.accelerator)
+
     def to_json(self) -> dict[str, Any]:
         """What the deployment is, as `vazao fit/estimate --json` name it (ids and names, no objects)."""
         return {"model": self.model.name, "gpu": self.accelerator.id, "count": self.count, "tp": self.tp,
@@ -145,10 +154,13 @@ def default_format(acc: Accelerator) -> str:
 
 def default_engine(acc: Accelerator, origin: str = "catalog") -> str:
     """The GPU's natural engine: llama.cpp for GGUF files and for hardware vLLM does not run on
-    (Apple, CPUs); vLLM otherwise."""
+    (Apple, CPUs, and NVIDIA cards no vLLM release ran on: cc below 7.0, catalog/engine_support.py); vLLM
+    otherwise."""
     if origin.startswith("gguf") or acc.vendor not in ("nvidia", "amd"):
         return "llama.cpp"
-    return "vllm"
+    from vazao.catalog.engine_support import lifecycle
+
+    return "llama.cpp" if lifecycle("vllm", acc).refuses else "vllm"
 
 
 def _count(value: object, what: str, maximum: int) -> int:

@@ -151,10 +151,17 @@ class EngineProfile:
         return self.name == "ideal"
 
     def refusal_on(self, acc: Accelerator) -> str | None:
-        """Why this engine does not run on `acc` at all (its vendor), or None: the one rule that
-        make_deployment, a simulated engine swap and `vazao formats --engine` apply."""
+        """Why this engine does not run on `acc` at all (its vendor, or no release ever ran on the card), or
+        None: the one rule that make_deployment, a simulated engine swap and `vazao formats --engine` apply."""
         if not self.is_ideal and acc.vendor not in self.vendors:
             return f"engine {self.name} does not run on {acc.vendor} hardware ({acc.name})"
+        if not self.is_ideal:
+            # no release of the engine ever ran on the card (catalog/engine_support.py's one answer)
+            from vazao.catalog.engine_support import lifecycle
+
+            lc = lifecycle(self.name, acc)
+            if lc.refuses:
+                return lc.note
         return None
 
     def kv_format_for(self, weight_format: str) -> str:

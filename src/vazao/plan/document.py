@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from vazao.bands import Band
+from vazao.catalog.engine_support import Lifecycle
 from vazao.cost.capacity import Check
 from vazao.plan.curves import Curve
 from vazao.resultfiles import from_document
@@ -51,6 +52,8 @@ class PlannedCandidate:
     tokens_per_s_per_gpu: float | None
     tokens_per_s_per_user: float | None
     command: str | None
+    power_w_per_gpu: float | None = None  # sim.run.SimEnergy over the judged run; None: no rating
+    j_per_output_token: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -78,10 +81,11 @@ class PlanDocument:
     catalog_versions: Mapping[str, str]
     curves: tuple[Curve, ...] = ()
     against_api: Mapping[str, Any] | None = None
+    lifecycle: tuple[Lifecycle, ...] = ()  # each searched (engine, GPU)'s software lifecycle
 
     def to_json(self) -> dict[str, Any]:
         d = {"kind": "plan", **{f.name: getattr(self, f.name) for f in fields(self)}}
-        for key in ("candidates", "pareto", "curves"):
+        for key in ("candidates", "pareto", "curves", "lifecycle"):
             d[key] = [x.to_json() for x in d[key]]
         d["closest_miss"] = self.closest_miss.to_json() if self.closest_miss is not None else None
         if not self.curves:  # plan_json writes these two only when there are some

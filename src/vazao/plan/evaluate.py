@@ -1,6 +1,7 @@
 """One deployment shape against the traffic and the SLO: pruned, estimated, then simulated (docs/plan.md).
 
-1. Prune (cheap, analytic): the format or engine is refused on that silicon, the weights and one request
+1. Prune (cheap, analytic): the format or engine is refused on that silicon, the engine's support for the card
+   ends within the support horizon (catalog/engine_support.py), the weights and one request
    of the workload's longest length do not fit, one request alone already misses a TTFT or TPOT limit,
    more GPUs than allowed even at an upper bound on a replica's rate, a quality below (or unknown under)
    the floor.
@@ -61,6 +62,9 @@ class Candidate:
     tokens_per_s_per_gpu: float | None = None  # output tokens/s over every GPU of the deployment
     tokens_per_s_per_user: float | None = None  # 1 / mean TPOT at that load
     disagg: tuple[int, int] | None = None  # (prefill, decode) replicas when prefill and decode run apart
+    # the boards' draw over the simulated run and its joules per output token (sim.run.SimEnergy)
+    power_w_per_gpu: float | None = None
+    j_per_output_token: float | None = None
 
     @property
     def count(self) -> int:
@@ -82,8 +86,28 @@ class Candidate:
 @dataclass(frozen=True)
 class Pruned:
     shape: Shape
-    reason: str  # a category: refused, does not fit, TTFT floor, TPOT floor, GPUs, price, quality
+    reason: str  # a category: refused, support, does not fit, TTFT floor, TPOT floor, GPUs, price, quality
     detail: str
+
+
+def _today():
+    """The date a support horizon counts from (a function, so a test can hold the clock)."""
+    import datetime
+
+    return datetime.date.today()
+
+
+def shape_lifecycles(shapes) -> list[dict]:
+    """The software lifecycle (catalog/engine_support.py) of each (engine, GPU) among `shapes`, in the order
+    first met: what the plan's JSON and console report beside its candidates."""
+    from vazao.catalog.engine_support import lifecycle
+    from vazao.catalog.local import resolve_accelerator
+
+    seen: dict[tuple[str, str], dict] = {}
+    for s in shapes:
+        if (s.engine, s.gpu) not in seen:
+            seen[(s.engine, s.gpu)] = lifecycle(s.engine, resolve_accelerator(s.gpu)).to_json()
+    return list(seen.values())
 
 
 def _limit(slo, metric: str) -> float | None:
@@ -98,11 +122,14 @@ def _deployment(shape: Shape, profile: str | None):
                           pp=shape.pp, engine=shape.engine, profile=profile)
 
 
-def _quality(dep: Deployment) -> tuple[float | None, str]:
-    """Published recovery of this format on this model family (None: no published figure)."""
-    from vazao.plan.quality import quality_of
+def _quality(dep: Deployment, quality_file: str | None = None) -> tuple[float | None, str]:
+    """Published (or the user's measured, `quality_file`) recovery of this format on this model family
+    (None: no figure)."""
+    from vazao.plan.quality import quality_of, read_rows
 
-    q = quality_of(dep.model.family, dep.weight_format.name)
+    rows = read_rows(quality_file) if quality_file else ()
+    q = quality_of(dep.model.family, dep.weight_format.name, model=dep.model.name,
+                   params_b=dep.model.total_params / 1e9, rows=rows)
     return (q.recovery, q.source) if q is not None else (None, "")
 
 
@@ -165,6 +192,11 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
         dep = _deployment(shape, inp.profile)
     except VazaoError as exc:
         return Pruned(shape, "refused", str(exc))
+    if inp.support_horizon_months is not None:
+        life = dep.lifecycle
+        if life.ends_within(inp.support_horizon_months, _today()):
+            return Pruned(shape, "support", life.note or f"{dep.engine.name} support for {dep.accelerator.id} "
+                          f"ends within {inp.support_horizon_months} months")
     price = inp.gpu_prices.get(dep.accelerator.id, dep.accelerator.usd_per_hour)  # None: owned, unpriced
     price = None if price is None else to_decimal(price)
     # the engine is set to hold the workload's longest request (vLLM refuses to start when its KV cache
@@ -176,7 +208,7 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
         return Pruned(shape, "does not fit", str(exc))
     if not f.fits or f.max_concurrent_sequences < 1:
         return Pruned(shape, "does not fit", f.reason or f"no room for one {context:,}-token request's KV cache")
-    quality, qsource = _quality(dep)
+    quality, qsource = _quality(dep, inp.quality_file)
     if inp.quality_floor is not None and quality is None:
         return Pruned(shape, "quality", f"{dep.weight_format.name} on {dep.model.family}: quality unknown (no "
                                         f"published figure), so it cannot be shown to meet the floor "
@@ -197,6 +229,13 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
         return Pruned(shape, "TPOT floor", "one sequence alone, with the prefill mixed into its steps, misses "
                                            f"{_latency_terms(inp.slo)}")
     batch = point.batch
+    if inp.buy and dep.accelerator.id not in inp.gpu_prices:
+        from vazao.cost.own import owned_gpu_hour
+
+        try:
+            price = owned_gpu_hour(dep.accelerator.id, dep.accelerator.name, point.power_w)[0]
+        except VazaoError as exc:
+            return Pruned(shape, "no purchase price", str(exc))
     # arrivals/s (a conversation workload's arrivals are sessions of several requests)
     rate = point.output_tokens_per_s / max(d.output_tokens, 1.0) / d.requests_per_session * CAPACITY_MARGIN
     # The prune is conservative: it uses an upper bound on what one replica can carry (every sequence
@@ -316,7 +355,9 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         meets_slo=meets, marginal=marginal, source="simulated",
         checks=checks, bands=bands, summary=result.summary, quality=s.quality, quality_source=s.quality_source,
         detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
-                                     "preemptions") if x), context=s.context)
+                                     "preemptions") if x), context=s.context,
+        power_w_per_gpu=result.energy.mean_w_per_gpu if result.energy else None,
+        j_per_output_token=result.energy.j_per_output_token if result.energy else None)
 
 
 def _offered_usd_per_mtok(usd_h: Decimal | None, inp: PlanInputs, lengths: Lengths,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
-from vazao.plan.evaluate import Candidate
+from vazao.plan.evaluate import Candidate, shape_lifecycles
 from vazao.plan.search import PlanResult
 
 CATALOGS = ("hardware.yaml", "formats.yaml", "models.yaml", "engines.yaml", "calibration.yaml", "prices.yaml",
@@ -45,6 +45,7 @@ def candidate_json(c: Candidate, command: str | None = None) -> dict:
         "context_tokens": c.context or None, "capacity_req_s": c.capacity_req_s,
         "disagg": {"prefill": c.disagg[0], "decode": c.disagg[1]} if c.disagg else None,
         "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu, "tokens_per_s_per_user": c.tokens_per_s_per_user,
+        "power_w_per_gpu": c.power_w_per_gpu, "j_per_output_token": c.j_per_output_token,
         "command": command,
     }
 
@@ -66,6 +67,7 @@ def plan_json(r: PlanResult, commands: dict | None = None, api: dict | None = No
         "inputs": r.inputs.to_json(),
         "backend": r.backend,
         "catalog_versions": catalog_versions(),
+        "lifecycle": shape_lifecycles([c.shape for c in r.candidates] + [p.shape for p in r.pruned]),
     }
     if r.curves:
         out["curves"] = [c.to_json() for c in r.curves]

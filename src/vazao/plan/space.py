@@ -75,6 +75,7 @@ class PlanInputs:
     kv_formats: tuple[str, ...] = ()  # () : each engine's default KV dtype for the format
     max_gpus: int = 8
     quality_floor: float | None = None
+    quality_file: str | None = None  # quality rows (vazao quality -o) over the catalog's
     requests: int = 400  # simulated per candidate
     simulate_top: int = 48  # shapes simulated, cheapest first by the analytic estimate
     seed: int = 0
@@ -85,6 +86,12 @@ class PlanInputs:
     gpu_count: int | None = None  # throughput: the GPUs every deployment uses (replicas × tp × pp)
     curves: int = 0  # latency–throughput curves of the best this many simulated deployments (plan.curves)
     disagg: bool = True  # also try the best colocated deployments as prefill and decode pools (evaluate.DISAGG_*)
+    # exclude cards whose support by the engine has ended or is announced to end within this many months
+    # (catalog/engine_support.py); None: every card the engine runs is tried, old-release ones with a note
+    support_horizon_months: int | None = None
+    # price every GPU as owned (cost.own.owned_gpu_hour: the published purchase price over the part's life
+    # plus electricity at the candidate's draw) instead of rented; cards with no published price are left out
+    buy: bool = False
 
     def __post_init__(self) -> None:
         for name in ("models", "gpus", "formats"):
@@ -103,16 +110,25 @@ class PlanInputs:
         inputs.number(self.simulate_top, "candidates to simulate", minimum=1, maximum=10_000, integer=True)
         if self.quality_floor is not None:
             inputs.number(self.quality_floor, "quality floor", minimum=0.0, maximum=1.0)
+        if self.support_horizon_months is not None:
+            inputs.number(self.support_horizon_months, "support horizon (months)", minimum=0,
+                          maximum=limits.MAX_SUPPORT_HORIZON_MONTHS, integer=True)
+        if self.quality_file is not None:
+            from vazao.plan.quality import read_rows
+
+            read_rows(self.quality_file)  # a bad file is one line before any work
 
     def to_json(self) -> dict:
         return {"workload": self.workload, "traffic": self.traffic.to_json(), "slo": dict(self.slo.limits),
                 "slo_judge": self.slo.judge,
                 "slo_is_default": self.slo_is_default, "models": list(self.models), "gpus": list(self.gpus),
                 "formats": list(self.formats), "engines": list(self.engines), "kv_formats": list(self.kv_formats),
-                "max_gpus": self.max_gpus, "quality_floor": self.quality_floor, "requests": self.requests,
+                "max_gpus": self.max_gpus, "quality_floor": self.quality_floor, "quality_file": self.quality_file,
+                "requests": self.requests,
                 "simulate_top": self.simulate_top, "seed": self.seed, "profile": self.profile,
                 "gpu_prices": dict(self.gpu_prices), "objective": self.objective, "gpu_count": self.gpu_count,
-                "curves": self.curves, "disagg": self.disagg}
+                "curves": self.curves, "disagg": self.disagg, "support_horizon_months": self.support_horizon_months,
+                "buy": self.buy}
 
     def check_workload(self) -> None:
         """Refuse, before any work, an SLO term the workload cannot have: TPOT and ITL need answers of

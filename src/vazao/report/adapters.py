@@ -18,6 +18,7 @@ from vazao.report.model import (
     MemorySegment,
     RooflinePoint,
     Source,
+    TrendPoint,
     ValidationPoint,
 )
 from vazao.resultfiles import kind_of  # cli.report and the tests read it from here too
@@ -169,6 +170,27 @@ def breakeven_cost(data: Mapping[str, Any]) -> tuple[list[CostPoint], float | No
                                       api, f"self-hosted: {sh['deployment']}", f"API: {data['api_price']}", (lo, hi))]
     best = next((r for r in rows if r["gpu"] == data.get("winner")), rows[0])
     return _dedupe(out), float(best["breakeven_requests_per_day"]) / 86400
+
+
+def trend_points(data: Mapping[str, Any]) -> list[TrendPoint]:
+    """From `vazao cost breakeven --horizon … --trend … --json`: per deployment its break-even and its
+    capacity (requests/day) month by month, and each side's $/Mtok. A month with no break-even (the API
+    cheaper at any load) has no break-even point."""
+    out: list[TrendPoint] = []
+    projections = data["trend"]["projections"]
+    for k, p in enumerate(projections):
+        gpu = str(p["gpu"])
+        for m in p["months"]:
+            month = int(m["month"])
+            if m.get("breakeven_requests_per_day") is not None:
+                out.append(TrendPoint(month, float(m["breakeven_requests_per_day"]), f"break-even: {gpu}",
+                                      "requests_per_day"))
+            out.append(TrendPoint(month, float(m["capacity_requests_per_day"]), f"capacity: {gpu}", "requests_per_day"))
+            if m.get("selfhost_usd_per_mtok") is not None:
+                out.append(TrendPoint(month, float(m["selfhost_usd_per_mtok"]), f"self-hosted: {gpu}", "usd_per_mtok"))
+            if k == 0:  # the API's price is one line whatever the deployment
+                out.append(TrendPoint(month, float(m["api_usd_per_mtok"]), f"API: {data['api_price']}", "usd_per_mtok"))
+    return out
 
 
 def _dedupe(points: list[CostPoint]) -> list[CostPoint]:

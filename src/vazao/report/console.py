@@ -106,13 +106,15 @@ def estimate_table(est) -> Table:
     t = Table(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
               title_justify="left")
     for col in ("batch", "decode step", "tok/s per request", "tok/s total", "TTFT (batch prefill)",
-                "E2E", "decode bound", "prefill bound", "KV fits"):
+                "E2E", "decode bound", "prefill bound", "KV fits", "decode W/GPU", "J/token"):
         t.add_column(col, justify="right")
     for r in est.rows:
+        watts = "?" if r.decode_power_w is None else f"{r.decode_power_w:.0f}"
+        joules = "?" if r.decode_j_per_token is None else f"{r.decode_j_per_token:.3g}"
         t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
                   with_band(fmt_rate(r.tokens_per_s_total), r.tokens_per_s_band, fmt_rate),
                   with_band(fmt_seconds(r.ttft_s), r.ttft_band, fmt_seconds), fmt_seconds(r.e2e_s),
-                  r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]")
+                  r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]", watts, joules)
     return t
 
 
@@ -140,6 +142,19 @@ def estimate_footer(est) -> list[str]:
         lines.append(f"[yellow]weights spill to host memory[/]: {est.fit.reason}; each step streams "
                      f"{fmt_bytes(est.fit.offload_bytes_per_gpu)} per GPU over the host link")
     return lines
+
+
+def lifecycle_lines(docs: list[dict]) -> list[str]:
+    """The software-lifecycle notes of deployments (Lifecycle.to_json documents), one line each, repeats
+    dropped: the same words in fit, estimate, formats and plan."""
+    from rich.markup import escape
+
+    seen: list[str] = []
+    for d in docs:
+        note = (d or {}).get("note") or ""
+        if note and note not in seen:
+            seen.append(note)
+    return [f"[yellow]engine support[/]: {escape(n)}" for n in seen]
 
 
 def print_lines(console: Console, lines: list[str]) -> None:

@@ -142,7 +142,57 @@ def selfhost_lines(c) -> list[str]:
         f"per M output" + (f" (prefill {pct(tp.input_time_share)} of GPU time)"
                            if tp.input_time_share is not None else " (needs the analytic model)"),
         f"  per request    {usd(c.usd_per_request)}",
+        *energy_lines(c.energy),
     ]
+
+
+def energy_lines(e) -> list[str]:
+    """The electricity of a self-hosted cost (cost/energy.py), or why there is none."""
+    if e is None:
+        return ["  energy         unknown (no published power rating for this board, or a measured run)"]
+    j = "-" if e.j_per_output_token is None else f"{e.j_per_output_token:.3g} J"
+    kwh = "-" if e.kwh_per_mtok_output is None else f"{e.kwh_per_mtok_output:.3g} kWh"
+    return [
+        f"  power          {e.serving_w_per_gpu:.0f} W per GPU serving, {e.idle_w_per_gpu:.0f} W idle "
+        f"[dim](from the steps' utilisation; physics/energy.py)[/]",
+        f"  energy         {j} per output token at full load; {kwh} per M output at the wall "
+        f"(PUE {e.site.pue:g})",
+        f"  electricity    {usd(e.usd_per_hour, 4)}/h, {usd(e.usd_per_mtok_output)} per M output at "
+        f"{usd(e.site.usd_per_kwh, 3)}/kWh [dim](in a rental price already)[/]",
+    ]
+
+
+def own_table(answer) -> Table:
+    t = Table(title=f"Own, rent or API over {answer.horizon_months} months at "
+              f"{answer.traffic_requests_per_s:g} requests/s ({answer.input_tokens:,} in / "
+              f"{answer.output_tokens:,} out)", title_justify="left")
+    for col in ("", "option", "GPUs", "up front", "a month", "total", "$/request", "$/M out", "J/out tok",
+                "pays back vs"):
+        t.add_column(col, overflow="fold")
+    for i, o in enumerate(answer.options):
+        e = o.cost.energy if o.cost is not None else None
+        j = "-" if e is None or e.j_per_output_token is None else f"{e.j_per_output_token:.3g}"
+        back = ""
+        if o.payback_months:
+            back = "; ".join(f"{alt}: " + ("never" if m is None else f"month {m}")
+                             for alt, m in o.payback_months.items())
+        t.add_row("[bold green]cheapest[/]" if i == 0 else "", o.label, str(o.gpus) if o.gpus else "-",
+                  usd(o.upfront_usd, 0), usd(o.monthly_usd, 2), usd(o.total_usd, 0), usd(o.usd_per_request),
+                  usd(o.usd_per_mtok_output), j, back)
+    return t
+
+
+def own_lines(answer) -> list[str]:
+    out = []
+    for o in answer.options:
+        if o.terms is not None:
+            t = o.terms
+            out.append(f"  {o.label}: {usd(t.purchase_usd, 0)} a card ({t.purchase_source}), written off over "
+                       f"{t.life_years:g} years, {pct(t.resale_share)} resold at the end, "
+                       f"{usd(t.hosting_usd_per_gpu_month, 2)}/GPU-month hosting")
+    for label, why in answer.refused.items():
+        out.append(f"  [yellow]{label}: not an option[/] — {why}")
+    return out
 
 
 def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) -> Table:
@@ -165,6 +215,36 @@ def at_traffic_lines(rows: Sequence[dict], rps: float) -> list[str]:
         out.append(f"  {r['deployment']}: ${r['selfhost_usd_per_month']:,.0f}/month self-hosted vs "
                    f"${r['api_usd_per_month']:,.0f}/month API → {r['cheaper']} cheaper")
     return out
+
+
+def trend_header_lines(trend) -> list[str]:
+    """What a projection is: a named, cited scenario (never a forecast), and its caveat."""
+    s = trend.scenario
+    return [f"[bold]{s.label}[/]", f"  caveat: {s.caveat}",
+            f"  monthly factors: API price ×{s.api_monthly_factor:.4f}, GPU $/h ×{s.gpu_monthly_factor:.4f}, "
+            f"tokens per task ×{s.tokens_monthly_factor:.4f}" +
+            (f" (× {s.tokens_per_task_multiplier} from month 0)" if s.tokens_per_task_multiplier != 1 else "")]
+
+
+def trend_table(projection, scenario_id: str) -> Table:
+    """One deployment's break-even month by month under a scenario."""
+    t = Table(title=f"{projection.deployment} against the API, month by month (scenario {scenario_id})",
+              title_justify="left")
+    traffic = projection.months[0].cheaper is not None
+    cols = ["month", "API $/Mtok", "self-host $/Mtok", "break-even req/day"]
+    cols += ["API $/month", "self-host $/month", "cumulative saved self-hosting", "winner"] if traffic else ["winner"]
+    for col in cols:
+        t.add_column(col, justify="left" if col == "winner" else "right")
+    for m in projection.months:
+        be = "API at any load" if m.breakeven_requests_per_day is None else f"{m.breakeven_requests_per_day:,.0f}"
+        row = [str(m.month), usd(m.api_usd_per_mtok), usd(m.selfhost_usd_per_mtok), be]
+        if traffic:
+            row += [usd(m.api_usd_per_month, 2), usd(m.selfhost_usd_per_month, 2),
+                    usd(m.cumulative_selfhost_saving_usd, 2), m.cheaper or "-"]
+        else:
+            row += ["api" if m.breakeven_requests_per_day is None else "by load"]
+        t.add_row(*row)
+    return t
 
 
 def training_lines(tc) -> list[str]:

@@ -93,6 +93,16 @@ class CostPoint:
 
 
 @dataclass(frozen=True)
+class TrendPoint:
+    """One month of a break-even projected under a price-trend scenario (cost.trends)."""
+
+    month: int
+    value: float
+    series: str  # "break-even: h100-sxm" | "capacity: h100-sxm" | "API" | "self-hosted: h100-sxm"
+    metric: str  # "requests_per_day" | "usd_per_mtok"
+
+
+@dataclass(frozen=True)
 class ParetoPoint:
     label: str
     usd_per_mtok: float
@@ -138,5 +148,7 @@ class Report:
     latencies: tuple[LatencySample, ...] = ()
     cost: tuple[CostPoint, ...] = ()
     breakeven_per_s: float | None = None
+    trend: tuple[TrendPoint, ...] = ()  # the break-even over time, under the scenario trend_label names
+    trend_label: str = ""  # the scenario: id, name and citation (drawn under the chart's title)
     pareto: tuple[ParetoPoint, ...] = ()
     validation: tuple[ValidationPoint, ...] = ()

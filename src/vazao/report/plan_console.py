@@ -103,6 +103,11 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
                 f"per user ({_per(w.capacity_req_s)} req/s); " if throughput else "")
         console.print(f"[bold]winner[/bold]: {w.shape.label()}, {w.replicas} replica(s), {w.count} GPU(s): "
                       f"{rate}{cost}; binding constraint {r.binding_constraint}", highlight=False)
+        if w.power_w_per_gpu is not None:
+            j = "" if w.j_per_output_token is None else f", {w.j_per_output_token:.3g} J per output token"
+            paid = "in the owned price" if getattr(r.inputs, "buy", False) else "in the rental price"
+            console.print(f"energy: {w.power_w_per_gpu:.0f} W per GPU over the judged run{j} "
+                          f"(physics/energy.py; {paid})", highlight=False)
     elif r.closest_miss is not None:
         m = r.closest_miss
         worst = max(m.checks, key=lambda k: k.ratio)

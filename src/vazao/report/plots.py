@@ -19,6 +19,7 @@ from vazao.report.model import (
     ParetoPoint,
     Report,
     RooflinePoint,
+    TrendPoint,
     ValidationPoint,
 )
 
@@ -147,6 +148,31 @@ def cost_chart(points: Sequence[CostPoint], breakeven_per_s: float | None):
     return chart.properties(width=WIDTH, height=HEIGHT, title="Cost per Mtok against traffic")
 
 
+def trend_chart(points: Sequence[TrendPoint], label: str = ""):
+    """The break-even over time: requests/day against month (each deployment's break-even, solid, and its
+    capacity, dashed: where they meet the API is cheaper at any load), and each side's $/Mtok."""
+    alt = altair()
+    panels = []
+    for metric, title in (("requests_per_day", "requests per day"), ("usd_per_mtok", "$ per million tokens")):
+        rows = [{**asdict(p), "capacity": p.series.startswith("capacity")} for p in points
+                if p.metric == metric and p.value > 0]
+        if not rows:
+            continue
+        panels.append(alt.Chart(_data(rows)).mark_line(point=True).encode(
+            x=alt.X("month:Q", title="month (0: today's prices)"),
+            y=alt.Y("value:Q", scale=alt.Scale(type="log"), title=title),
+            color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=600)),
+            strokeDash=alt.StrokeDash("capacity:N", legend=None),
+            tooltip=["series:N", "month:Q", alt.Tooltip("value:Q", format=",.4~g")],
+        ).properties(width=WIDTH, height=HEIGHT))
+    words, lines = label.split(), [""]
+    for w in words:  # the scenario and its citation, wrapped under the title
+        lines[-1:] = [lines[-1] + " " + w] if len(lines[-1]) + len(w) < 150 else [lines[-1], w]
+    return alt.hconcat(*panels).properties(title=alt.TitleParams(
+        "Break-even over time (a scenario, not a forecast)", subtitle=[ln.strip() for ln in lines if ln.strip()],
+        anchor="start"))
+
+
 def pareto_chart(points: Sequence[ParetoPoint]):
     alt = altair()
     rows = [{**asdict(p), "status": "Pareto front" if p.on_front else ("meets SLO" if p.meets_slo else "misses")}
@@ -182,6 +208,8 @@ def validation_chart(points: Sequence[ValidationPoint]):
 def charts_for(report: Report) -> list[tuple[str, Any]]:
     """Every chart the report has data for, as (title, chart), in reading order."""
     out: list[tuple[str, Any]] = []
+    if report.trend:
+        out.append(("Break-even over time", trend_chart(report.trend, report.trend_label)))
     if report.pareto:
         out.append(("Pareto front", pareto_chart(report.pareto)))
     if report.cost:

@@ -60,6 +60,14 @@ class Runner:
         self._peek: RequestSpec | None = None
         self._index = 0
         self.parked: dict[str, tuple[RequestSpec, int]] = {}  # previous turn's id → (next turn's row, plan index)
+        # A task's further roots (sub-agents' first calls), released with its first: root id → [(row, plan index)]
+        self.siblings: dict[str, list[tuple[RequestSpec, int]]] = {}
+        self.pending: dict[str, int] = {}  # a request waiting on several (a merge) → how many have not ended
+        self.task_of: dict[str, str] = {}  # a task's requests in flight → task id
+        self.branches: dict[str, int] = {}  # a task → its chains still running (its closed-loop slot frees at 0)
+        # every planned request of a task → its task, and each task's planned size (results.summarize_tasks)
+        self.task_ids: dict[str, str] = {}
+        self.task_sizes: dict[str, int] = {}
         self.affinity: dict[str, Engine] = {}
         self.kick: list[Engine] = []
         self.stopped: str | None = None  # why new arrivals stopped (an overload bound)
@@ -84,13 +92,25 @@ class Runner:
             return None
         item = (row, self._index)
         self._index += 1
+        task = row.task_id
         while True:
+            if row.task_id is not None:
+                self.task_ids[row.request_id] = row.task_id
+                self.task_sizes[row.task_id] = self.task_sizes.get(row.task_id, 0) + 1
             nxt = next(self._stream, None)
-            if nxt is None or nxt.after is None:
+            if nxt is not None and nxt.after is None and task is not None and nxt.task_id == task:
+                # another root of the same task (a sub-agent's first call): released with this one
+                self.siblings.setdefault(item[0].request_id, []).append((nxt, self._index))
+            elif nxt is None or nxt.after is None:
                 self._peek = nxt
                 return item
-            self.parked[nxt.after] = (nxt, self._index)
+            else:
+                for before in (nxt.after, *nxt.join):
+                    self.parked[before] = (nxt, self._index)
+                if nxt.join:
+                    self.pending[nxt.request_id] = 1 + len(nxt.join)
             self._index += 1
+            row = nxt
 
     def push(self, t: float, kind: int, payload: Payload) -> None:
         self._n += 1
@@ -208,6 +228,18 @@ class Runner:
         return e
 
     def _submit(self, row: RequestSpec, index: int, t: float) -> None:
+        task = row.task_id
+        together = None
+        if task is not None:
+            self.task_of[row.request_id] = task
+            if task not in self.branches:  # the task's first root: every root of the task starts now
+                together = self.siblings.pop(row.request_id, None)
+                self.branches[task] = 1 + (len(together) if together else 0)
+        self._submit_one(row, index, t)
+        for sib, i in together or ():
+            self._submit(sib, i, t)
+
+    def _submit_one(self, row: RequestSpec, index: int, t: float) -> None:
         seq = Seq(row.request_id, index, t, row.prompt_tokens, row.output_tokens, row.prefix_id, row.prefix_tokens,
                   row.conversation_id, index >= self.warmup)
         e = self._route(row.conversation_id)
@@ -253,23 +285,41 @@ class Runner:
         nxt = self.parked.pop(seq.rid, None)
         if nxt is not None:
             row, i = nxt
-            self.push(now + row.think_time_s, RELEASE, (row, i, False))
-            return
-        if seq.stream in self.affinity:
-            del self.affinity[seq.stream]
+            left = self.pending.get(row.request_id, 0) - 1 if row.join else 0
+            if left == 0:  # its last predecessor: it goes after the think time (a tool's latency)
+                self.pending.pop(row.request_id, None)
+                self.task_of.pop(seq.rid, None)
+                self.push(now + row.think_time_s, RELEASE, (row, i, False))
+                return
+            if left > 0:  # a merge still waiting on other agents: this branch ends here
+                self.pending[row.request_id] = left
+        self._branch_over(seq, now)
+
+    def _branch_over(self, seq: Seq, now: float) -> None:
+        """A chain of requests ended (its last request, or one that joins a merge still waiting, or one
+        not served): its affinity goes; in a closed loop its slot frees, a task's once all its chains end."""
+        self.affinity.pop(seq.stream, None)
+        task = self.task_of.pop(seq.rid, None)
+        if task is not None:
+            left = self.branches.get(task, 1) - 1
+            if left > 0:
+                self.branches[task] = left
+                return
+            self.branches.pop(task, None)
         if self.closed:
             self._release_now(now)
 
     def _end_chain(self, seq: Seq) -> None:
-        """A request that is not served ends its conversation: later turns are never sent."""
+        """A request that is not served ends its conversation: later turns are never sent (a merge waiting on
+        it neither: the other agents' chains then end at their last calls)."""
         rid = seq.rid
         while rid in self.parked:
             row, _ = self.parked.pop(rid)
+            if row.join and self.pending.pop(row.request_id, None) is None:
+                break  # a merge already given up by another of its predecessors: counted then
             rid = row.request_id
             self.unsent += 1
-        self.affinity.pop(seq.stream, None)
-        if self.closed:
-            self._release_now(self.now)
+        self._branch_over(seq, self.now)
 
     def on_handoff(self, engine: Engine, seq: Seq, now: float) -> None:
         dst = min(self.decoders, key=Engine.outstanding)

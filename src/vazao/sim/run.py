@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 from vazao import limits
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
+from vazao.physics.energy import board_power_w, idle_power_w
 from vazao.physics.memory import fit
 from vazao.physics.pipeline import microbatches
+from vazao.physics.step import BatchShape, step_cost
 from vazao.resultfiles import from_document
-from vazao.results import SLO, RequestRecord, RunSummary
+from vazao.results import SLO, RequestRecord, RunSummary, TaskSummary, summarize_tasks
 from vazao.sim.config import DisaggConfig, SimConfig, apply_axis
 from vazao.sim.disagg import KVLink
 from vazao.sim.engine import Engine
@@ -27,6 +29,53 @@ from vazao.workload import Workload
 
 if TYPE_CHECKING:
     from vazao.physics.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class SimEnergy:
+    """The boards' draw over a simulated run (physics/energy.py): busy steps at the draw of a step of
+    the run's mean shape (its mean batch decoding, its mean prompt prefilling, each for its share of the
+    busy time), idle between them; joules per output token at the run's steady throughput."""
+
+    serving_w_per_gpu: float
+    idle_w_per_gpu: float
+    busy_share: float  # of the engines' simulated time
+    mean_w_per_gpu: float
+    gpus: int
+    j_per_output_token: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SimEnergy:
+        return from_document(cls, d)
+
+
+def sim_energy(dep: Deployment, summary: RunSummary, stats: Stats, engines: int, completed: int,
+               prompt_tokens: int) -> SimEnergy | None:
+    """See SimEnergy. The busy share is the engines' busy time over their simulated time (the run's
+    span, every engine counted); an engine that runs a pp-th of a pipelined replica counts a pp-th of
+    its boards, which is what dep.count over `engines` gives."""
+    acc = dep.accelerator
+    idle = idle_power_w(acc)
+    if idle is None or stats.busy_s <= 0 or completed <= 0:
+        return None
+    batch = max(1, round(stats.seq_s / stats.busy_s))
+    mean_in = max(1, round(prompt_tokens / completed))
+    mean_out = max(1, round(summary.output_tokens / max(1, summary.requests)))
+    dec = step_cost(dep, BatchShape.decode(batch, mean_in + mean_out // 2))
+    pf = step_cost(dep, BatchShape.prefill(1, mean_in))
+    w_dec, w_pf = board_power_w(acc, dec), board_power_w(acc, pf)
+    if w_dec is None or w_pf is None:
+        return None
+    pf_s = min(stats.busy_s, completed * pf.time_s)  # the prefills' share of the busy time
+    serving = (pf_s * w_pf + (stats.busy_s - pf_s) * w_dec) / stats.busy_s
+    span = max(stats.busy_s / engines, summary.duration_s)
+    busy = min(1.0, stats.busy_s / (engines * span)) if span > 0 else 1.0
+    mean_w = idle + busy * (serving - idle)
+    out = summary.output_tokens_per_s
+    return SimEnergy(serving, idle, busy, mean_w, dep.count, mean_w * dep.count / out if out > 0 else None)
 
 
 @dataclass(frozen=True)
@@ -56,6 +105,10 @@ class SimResult:
     kv_blocks_in_use_at_end: int = 0  # a self-check: every finished request gave its blocks back
     # 80% bands (low, high, note) of the headline figures from the engine profile's calibration
     bands: dict[str, Band] | None = None
+    # grouped by task (an agent workload's tasks: results.summarize_tasks); None for workloads without tasks
+    tasks: TaskSummary | None = None
+    # the boards' energy over the run (sim_energy); None where the accelerator has no published rating
+    energy: SimEnergy | None = None
     _stats: Stats | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -81,6 +134,8 @@ class SimResult:
             "timeline": [p.to_json() for p in self.timeline], "warnings": list(self.warnings),
             "wall_s": self.wall_s, "kv_blocks_in_use_at_end": self.kv_blocks_in_use_at_end,
             "bands": self.bands,
+            **({"tasks": self.tasks.to_json()} if self.tasks is not None else {}),
+            "energy": None if self.energy is None else self.energy.to_json(),
         }
 
     @classmethod
@@ -92,7 +147,8 @@ class SimResult:
             if "summary" not in d:
                 raise VazaoError("a simulated run's JSON holds no summary: pass the document's beside it")
             summary = RunSummary.from_json(d["summary"])
-        return from_document(cls, d, summary=summary)
+        e = d.get("energy")
+        return from_document(cls, d, summary=summary, energy=None if e is None else SimEnergy.from_json(e))
 
 
 def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, int]:
@@ -269,8 +325,21 @@ def _simulate(dep: Deployment, workload: Workload, config: SimConfig | None, slo
         wall_s=wall,
         kv_blocks_in_use_at_end=sum(e.pool.num_used for e in first + second),
         bands=bands,
+        tasks=_tasks(workload, runner, stats),
+        energy=sim_energy(dep, summary, stats, len(first) + len(second), completed, prompt_tokens),
         _stats=stats,
     )
+
+
+def _tasks(workload: Workload, runner: Runner, stats: Stats) -> TaskSummary | None:
+    """The run grouped by task, when its requests belong to tasks. An agent task cut short by the plan's
+    `requests` or by the run's end counts as incomplete (it planned fewer calls than its loop makes)."""
+    if not runner.task_sizes:
+        return None
+    planned = runner.task_sizes
+    if workload.agent is not None:
+        planned = dict.fromkeys(planned, workload.agent.loop.requests_per_task)
+    return summarize_tasks(stats.iter_records(), runner.task_ids, planned)
 
 
 # ---- several runs ------------------------------------------------------------------------------

@@ -13,9 +13,11 @@ from pydantic import ValidationError
 
 from vazao import inputs, limits
 from vazao.errors import VazaoError
+from vazao.workload.agent import AgentShape
 from vazao.workload.readers import _check_trace, _read_lengths, _read_trace, _resolve
 from vazao.workload.schema import _ArrivalModel, _DelayModel, _DistModel, _WorkloadModel
 from vazao.workload.types import (
+    AgentTasks,
     Arrival,
     Delay,
     Dist,
@@ -73,18 +75,36 @@ def workload_from_dict(data: Mapping[str, Any], *, name: str = "custom", base: P
         think = m.conversation.think_time_s
         delay = think.build() if isinstance(think, _DelayModel) else Delay("fixed", mean=float(think))
         conv = MultiTurn(turns, user, delay)
+    agent, requests = None, m.requests
+    if m.agent is not None:
+        g = m.agent
+        latency = g.tool_latency_s
+        try:
+            agent = AgentTasks(AgentShape(g.calls, g.context, g.reply, tool=g.tool, agents=g.agents,
+                                          merge_reply=g.merge_reply),
+                               latency.build() if isinstance(latency, _DelayModel) else Delay("fixed",
+                                                                                            mean=float(latency)))
+        except VazaoError as exc:
+            raise VazaoError(f"{where}: agent: {exc}") from None
+        if g.tasks is not None:
+            requests = g.tasks * agent.loop.requests_per_task
+    assert (m.prompt is not None and m.output is not None) or agent is not None  # the schema's check
     w = Workload(
         name=m.name or name,
         arrival=_arrival(m.arrival, base),
-        prompt=_dist(m.prompt, base, f"{where}: prompt"),
-        output=_dist(m.output, base, f"{where}: output"),
+        # an agent workload's lengths: its first prompt and reply (what describe() and capacity read as typical)
+        prompt=_dist(m.prompt, base, f"{where}: prompt") if m.prompt is not None else Dist(
+            "fixed", value=float(agent.loop.context) if agent else 1.0),
+        output=_dist(m.output, base, f"{where}: output") if m.output is not None else Dist(
+            "fixed", value=float(agent.loop.reply) if agent else 1.0),
         prefixes=tuple(Prefix(p.id, p.tokens, p.share) for p in m.prefixes),
         conversation=conv,
-        requests=m.requests,
+        requests=requests,
         duration_s=m.duration_s,
         seed=m.seed,
         warmup=m.warmup,
         description=m.description,
+        agent=agent,
     )
     return w.with_overrides()
 

@@ -157,14 +157,36 @@ class _ConversationModel(_Strict):
         return v
 
 
+class _AgentModel(_Strict):
+    """An agent task (vazao.workload.agent.AgentShape) and the latency of the tools between its calls."""
+
+    calls: Annotated[int, Field(ge=1, le=limits.MAX_LOOP_CALLS)]
+    context: Annotated[int, Field(ge=1, le=limits.MAX_REQUEST_TOKENS)]
+    reply: Annotated[int, Field(ge=1, le=limits.MAX_REQUEST_TOKENS)]
+    tool: _Tokens = 0
+    agents: Annotated[int, Field(ge=1, le=limits.MAX_LOOP_CALLS)] = 1
+    merge_reply: _Tokens = 0
+    tool_latency_s: _DelayModel | _Seconds = 0.0
+    tasks: Annotated[int, Field(ge=1, le=limits.MAX_REQUESTS)] | None = None
+
+    @field_validator("tool_latency_s")
+    @classmethod
+    def _latency(cls, v):
+        if isinstance(v, float) and (v < 0 or not math.isfinite(v)):
+            raise ValueError(f"tool_latency_s must be a non-negative number of seconds, got {v}")
+        return v
+
+
 class _WorkloadModel(_Strict):
     name: str | None = Field(None, max_length=256)
     description: str = Field("", max_length=10_000)
     arrival: _ArrivalModel
-    prompt: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)]
-    output: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)]
+    # required unless `agent` gives every call's lengths
+    prompt: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)] | None = None
+    output: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)] | None = None
     prefixes: list[_PrefixModel] = Field([], max_length=limits.MAX_PREFIXES)
     conversation: _ConversationModel | None = None
+    agent: _AgentModel | None = None
     requests: Annotated[int, Field(le=limits.MAX_REQUESTS)] | None = None
     duration_s: Annotated[float, Field(le=limits.MAX_RUN_S, allow_inf_nan=False)] | None = None
     seed: Annotated[int, Field(ge=0, lt=limits.SEED_LIMIT)] = 0
@@ -172,6 +194,19 @@ class _WorkloadModel(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> _WorkloadModel:
+        if self.agent is None:
+            missing = [f"{n}: missing required field" for n in ("prompt", "output") if getattr(self, n) is None]
+            if missing:
+                raise ValueError("; ".join(missing))
+        else:
+            given = [n for n in ("prompt", "output", "conversation") if getattr(self, n) is not None]
+            if self.prefixes:
+                given.append("prefixes")
+            if given:
+                raise ValueError(f"agent: an agent workload's calls take their lengths from `agent`; drop "
+                                 f"{', '.join(given)}")
+            if self.agent.tasks is not None and self.requests is not None:
+                raise ValueError("agent.tasks and requests both set: give one (requests counts calls)")
         if self.requests is not None and self.requests < 1:
             raise ValueError(f"requests must be a positive integer, got {self.requests}")
         if self.duration_s is not None and self.duration_s <= 0:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from vazao.workload.agent import AgentShape
 from vazao.workload.types import RequestSpec, Workload
 
 _BLOCK = 4096  # values drawn per numpy call; part of what makes a plan reproducible
@@ -24,7 +25,7 @@ _BLOCK = 4096  # values drawn per numpy call; part of what makes a plan reproduc
 
 def iter_specs(w: Workload) -> Iterator[RequestSpec]:
     """Every request of `w` in plan order, drawn as it is read (memory stays flat)."""
-    seeds = np.random.SeedSequence(w.seed).spawn(7)
+    seeds = np.random.SeedSequence(w.seed).spawn(8)  # the first 7 as spawn(7) gave them
     arrivals = _stream(np.random.default_rng(seeds[0]), _draw_gap(w))
     prompts = _stream(np.random.default_rng(seeds[1]), w.prompt.draw)
     user_dist = (w.conversation.user if w.conversation and w.conversation.user else w.prompt)
@@ -35,6 +36,7 @@ def iter_specs(w: Workload) -> Iterator[RequestSpec]:
              if w.conversation else None)
     thinks = (_stream(np.random.default_rng(seeds[6]), w.conversation.think.draw)
               if w.conversation else None)
+    tools = (_stream(np.random.default_rng(seeds[7]), w.agent.tool_latency.draw) if w.agent else None)
     shares = list(itertools.accumulate(p.share for p in w.prefixes))
     a = w.arrival
     emitted = 0
@@ -64,7 +66,14 @@ def iter_specs(w: Workload) -> Iterator[RequestSpec]:
             prefix = w.prefixes[i] if i < len(w.prefixes) else None
         p_id, p_tok = (prefix.id, prefix.tokens) if prefix else (None, 0)
         traced = a.kind == "trace" and a.trace_prompt
-        if w.conversation is None:
+        if w.agent is not None:
+            assert tools is not None  # drawn for an agent workload
+            for spec in _agent_task(w.agent.loop, session, emitted, start, tools):
+                if w.requests is not None and emitted >= w.requests:
+                    break  # `requests` cuts the plan as it cuts a conversation: the last task may be partial
+                yield spec
+                emitted += 1
+        elif w.conversation is None:
             new = a.trace_prompt[session] if traced else next(prompts)
             out = a.trace_output[session] if (a.kind == "trace" and a.trace_output) else next(outputs)
             yield RequestSpec(str(emitted), start, p_tok + int(new), int(out), p_id, p_tok, None, 1, 0, None, 0.0)
@@ -86,6 +95,38 @@ def iter_specs(w: Workload) -> Iterator[RequestSpec]:
                 prev = rid
                 emitted += 1
         session += 1
+
+
+def _agent_task(loop: AgentShape, session: int, first: int, start: float | None,
+                tools: Iterator[float]) -> Iterator[RequestSpec]:
+    """One agent task's requests, in plan order: each agent's calls (call 1 a root released with the task,
+    call k after call k − 1 and a tool latency, its prompt repeating call k − 1's prompt and reply), then
+    the merge call after every agent's last call. The task's first prompt is its calls' shared prefix."""
+    task = f"t{session}"
+    n = first
+    last: list[str] = []
+    for a in range(1, loop.agents + 1):
+        conv = f"{task}.a{a}"
+        prev: str | None = None
+        for k in range(1, loop.calls + 1):
+            rid = str(n)
+            kept = loop.reasoning if loop.history_reasoning else 0
+            history = loop.prompt(k - 1) + loop.reply + kept if k > 1 else 0
+            yield RequestSpec(rid, start if k == 1 else None, loop.prompt(k), loop.reply + loop.reasoning, task,
+                              loop.context, conv, k, history, prev, next(tools) if k > 1 else 0.0, (), task)
+            prev = rid
+            n += 1
+        assert prev is not None  # calls >= 1
+        last.append(prev)
+    if loop.merge_reply:
+        yield RequestSpec(str(n), None, loop.merge_prompt, loop.merge_reply, task, loop.context, f"{task}.merge",
+                          1, 0, last[0], 0.0, tuple(last[1:]), task)
+
+
+def task_ids(specs: Iterable[RequestSpec]) -> dict[str, str]:
+    """request_id → task_id of the requests that belong to a task (agent workloads): what
+    results.summarize_tasks groups records by."""
+    return {s.request_id: s.task_id for s in specs if s.task_id is not None}
 
 
 def _draw_gap(w: Workload):

@@ -13,6 +13,7 @@ import numpy as np
 
 from vazao import inputs, limits
 from vazao.errors import VazaoError
+from vazao.workload.agent import AgentShape
 
 DISTS = ("fixed", "uniform", "normal", "lognormal", "empirical")
 ARRIVALS = ("poisson", "concurrency", "burst", "trace")
@@ -130,6 +131,40 @@ class MultiTurn:
     think: Delay = Delay()  # between a reply's last token and the next turn
 
 
+@dataclass(frozen=True)
+class AgentTasks:
+    """Agent tasks as traffic: each arrival is one task of `loop.agents` agents running `loop.calls`
+    dependent calls side by side (call k after call k − 1 and `tool_latency`, its prompt the growing
+    history: vazao.workload.agent.AgentShape), then, with `loop.merge_reply`, a merge call after every
+    agent's last call. The task's first prompt (`loop.context`) is a prefix shared by its calls."""
+
+    loop: AgentShape
+    tool_latency: Delay = Delay()  # between a call's last token and the next call of its agent
+
+    def __post_init__(self) -> None:
+        lp = self.loop
+        if lp.context < 1:
+            raise VazaoError(f"an agent task's context must be positive, got {lp.context}")
+        if lp.reply < 1:
+            raise VazaoError(f"an agent call's reply must be positive, got {lp.reply}")
+        if lp.reasoning and not lp.history_reasoning:
+            # a later call's prompt would not repeat the previous call's output: the simulator's prefix cache
+            # keys a conversation's blocks by position, so the history must be the previous prompt and output
+            raise VazaoError("an agent workload re-sends its thinking (history_reasoning) or has none")
+        longest = lp.prompt(lp.calls) + lp.reply + lp.reasoning
+        if max(longest, lp.merge_prompt + lp.merge_reply) > limits.MAX_REQUEST_TOKENS:
+            raise VazaoError(f"an agent task's last call holds {longest:,} tokens, more than "
+                             f"{limits.MAX_REQUEST_TOKENS:,}")
+        if lp.requests_per_task > limits.MAX_REQUESTS:
+            raise VazaoError(f"an agent task of {lp.requests_per_task:,} calls is more than "
+                             f"{limits.MAX_REQUESTS:,} requests")
+
+    def describe(self) -> str:
+        lp = self.loop
+        merge = f", merge reply {lp.merge_reply}" if lp.merge_reply else ""
+        return (f"agent tasks: {lp.agents} × {lp.calls} calls, context {lp.context} + {lp.growth}/call "
+                f"(reply {lp.reply}, tool {lp.tool}){merge}, tool latency {self.tool_latency.describe()}")
+
 
 class RequestSpec(NamedTuple):
     """One planned request. A NamedTuple: built and read at tuple speed in the simulator's hot path,
@@ -145,7 +180,9 @@ class RequestSpec(NamedTuple):
     turn: int = 1
     history_tokens: int = 0  # leading prompt tokens that repeat the previous turn's prompt + reply
     after: str | None = None  # request_id this one waits for (the previous turn)
-    think_time_s: float = 0.0  # delay after `after` completes
+    think_time_s: float = 0.0  # delay after `after` (and every `join`) completes
+    join: tuple[str, ...] = ()  # further request_ids this one waits for besides `after` (a merge of agents)
+    task_id: str | None = None  # the task it belongs to: a task's roots start together, a closed-loop slot is a task
 
 
 @dataclass(frozen=True)
@@ -156,11 +193,12 @@ class Workload:
     output: Dist
     prefixes: tuple[Prefix, ...] = ()
     conversation: MultiTurn | None = None
-    requests: int | None = None
+    requests: int | None = None  # with `agent`: `agent.tasks` in a file sets whole tasks; this may cut the last
     duration_s: float | None = None
     seed: int = 0
     warmup: int = 0  # the first `warmup` requests of the plan are left out of summaries
     description: str = ""
+    agent: AgentTasks | None = None  # agent tasks instead of lone requests or conversations
 
     @property
     def concurrency(self) -> int | None:
@@ -200,7 +238,7 @@ class Workload:
             seed = inputs.number(seed, "seed", minimum=0, maximum=limits.SEED_LIMIT - 1, integer=True)
             w = replace(w, seed=int(seed))
         if w.arrival.kind == "trace" and w.requests is None:
-            w = replace(w, requests=len(w.arrival.timestamps))
+            w = replace(w, requests=len(w.arrival.timestamps) * (w.agent.loop.requests_per_task if w.agent else 1))
         _check_size(w)
         if not w.bounded and w.duration_s is None:
             raise VazaoError(f"workload {w.name}: set `requests` or `duration_s`")
@@ -217,6 +255,8 @@ class Workload:
                  f"output {self.output.describe()}"]
         if self.prefixes:
             parts.append(", ".join(f"prefix {p.id} {p.tokens} tok × {p.share:.0%}" for p in self.prefixes))
+        if self.agent:
+            parts[1:3] = [self.agent.describe()]
         if self.conversation:
             parts.append(f"{self.conversation.turns.describe()} turns, think {self.conversation.think.describe()}")
         if self.requests:
@@ -249,7 +289,7 @@ def _check_size(w: Workload) -> None:
         return
     a = w.arrival
     if a.kind == "poisson":
-        sessions = a.rate * w.duration_s
+        sessions = a.rate * w.duration_s * (w.agent.loop.requests_per_task if w.agent else 1)
     elif a.kind == "burst" and a.burst_size and a.burst_interval_s:
         sessions = a.burst_size * (w.duration_s / a.burst_interval_s + 1)
     else:
