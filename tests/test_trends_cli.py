@@ -59,8 +59,8 @@ def test_a_user_trend_file_through_the_cli(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--horizon", "24mo"], "--horizon and --trend go together"),
-    (["--trend", "flat-top-tier"], "--horizon and --trend go together"),
+    (["--horizon", "24mo"], "--trend go together"),
+    (["--trend", "flat-top-tier"], "--trend go together"),
     (["--horizon", "500mo", "--trend", "flat-top-tier"], "--horizon"),
     (["--horizon", "24mo", "--trend", "moon"], "unknown trend scenario 'moon'"),
     (["--horizon", "24mo", "--trend", "missing.yaml"], "missing.yaml"),

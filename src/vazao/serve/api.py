@@ -320,7 +320,7 @@ def compare_reports(measured: Any, predicted: Any) -> Any:
     if predicted is None:
         return bench_report(m)
     if kind_of(predicted) != "simulation":
-        raise VazaoError("predicted: expected a simulation result (`vazao simulate --json`, or this page's)")
+        raise VazaoError("predicted: expected a simulation result (the JSON `vazao simulate` writes, or this page's)")
     return comparison_report(m, predicted)
 
 

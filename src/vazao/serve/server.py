@@ -297,7 +297,7 @@ class Server(ThreadingHTTPServer):
 def make_server(port: int = 0, *, log: bool = False) -> Server:
     """A server on 127.0.0.1:port (0: a free port); `server.app.port` is the port it got. Only the
     loopback: the page has no accounts, so it is never offered to another machine."""
-    port = int(inputs.number(port, "--port", minimum=0, maximum=65535, integer=True))
+    port = int(inputs.number(port, "port", minimum=0, maximum=65535, integer=True))
     app = App("127.0.0.1", 0, log=log)
     handler = type("BoundHandler", (Handler,), {"app": app})
     try:
