@@ -28,11 +28,24 @@ def test_local_probe_is_measured_and_sane():
     assert "measured" in acc.source and acc.as_of
 
 
-def test_probe_functions_scale_with_work():
-    # A copy twice as large takes about twice as long: the bandwidth figure stays within a factor of 3.
-    small, big = measure_bandwidth(32 * 2**20, 3), measure_bandwidth(64 * 2**20, 3)
-    assert 1 / 3 < small / big < 3
-    assert measure_fp32_flops(256, 2) > 0
+def test_probe_functions_turn_their_best_time_into_a_rate(monkeypatch):
+    """A copy reads and writes its bytes (2 x nbytes per copy); an n x n matmul is 2 n^3 FLOP. The timing
+    itself is replaced: on a shared 2-core host a real copy of 32 MiB against 64 MiB differed 3.4x (cache
+    residency on a 480 MiB L3, and a busy core), so a ratio of real timings is no test of the arithmetic.
+    The real probes' plausibility is checked above (test_local_probe_is_measured_and_sane)."""
+    import vazao.catalog.local as local
+
+    seen = []
+
+    def fake_best(fn, tries):
+        fn()  # the probe's own work runs once, so a broken callable still fails here
+        seen.append(tries)
+        return 0.25
+
+    monkeypatch.setattr(local, "_best", fake_best)
+    assert measure_bandwidth(8 * 2**20, 3) == 2 * 8 * 2**20 / 0.25
+    assert measure_fp32_flops(64, 2) == 2.0 * 64**3 / 0.25
+    assert seen == [3, 2]
 
 
 def test_estimate_on_local_uses_llama_cpp(gemma_gguf):
