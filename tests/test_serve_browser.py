@@ -108,7 +108,8 @@ def test_explorer_batch_slider_crosses_to_compute_bound(fresh):
     row = est.rows[0]
     assert row.bound == "compute"
     for sel, want in (("#m-ttft", row.ttft_s), ("#m-itl", row.decode_step_s), ("#m-tps", row.tokens_per_s_total),
-                      ("#m-floor", est.latency_floor_s), ("#m-maxload", est.max_load_tokens_per_s)):
+                      ("#m-floor", est.latency_floor_s), ("#m-maxload", est.max_load_tokens_per_s),
+                      ("#m-power", row.decode_power_w), ("#m-joules", row.decode_j_per_token)):
         assert float(_value(page, sel)) == pytest.approx(want, rel=1e-9), sel
     point = page.js("(() => { const p = document.querySelector('circle[data-chosen][data-phase=decode]'); "
                     "return [+p.dataset.batch, +p.dataset.intensity, +p.dataset.flops]; })()")

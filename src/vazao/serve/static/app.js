@@ -182,6 +182,10 @@ function renderExplore(d) {
     ["latency floor", fmtS(est.latency_floor_s), est.latency_floor_s, "m-floor"],
     ["max load", `${fmtN(est.max_load_tokens_per_s)}${band(est.max_load_band, fmtN)} tok/s at batch ${fmtN(est.max_batch)}`,
       est.max_load_tokens_per_s, "m-maxload"],
+    ["decode power", row.decode_power_w == null ? "unknown (no published rating)" : `${fmtN(row.decode_power_w)} W per GPU`,
+      row.decode_power_w ?? "", "m-power"],
+    ["energy per token", row.decode_j_per_token == null ? "unknown" : `${row.decode_j_per_token.toPrecision(3)} J`,
+      row.decode_j_per_token ?? "", "m-joules"],
   ];
   $("#metrics tbody").replaceChildren(...rows.map(([k, shown, raw, id]) =>
     el("tr", {}, el("th", { text: k, scope: "row" }), el("td", { id, "data-value": raw, text: shown, class: "num" }))));
