@@ -278,6 +278,34 @@ def cases(f: dict[str, str], port: int) -> list[Case]:
     for v in BAD_LISTS + ("no-such-gpu", "h100-sxm,no-such"):
         add("cost-breakeven", [*be, "--gpus", v])
     numbers("cost-breakeven", be, "--count")
+    # break-even over time
+    for v in ("", "0", "-1mo", "500mo", "abc", "1e400", "nan"):
+        add("cost-breakeven", [*be, "--horizon", v, "--trend", "flat-top-tier"])
+    for p in files_bad + ["no-such-scenario"]:
+        add("cost-breakeven", [*be, "--horizon", "24mo", "--trend", p])
+    # owning against renting
+    own = ["cost", "own", M, "--gpu", "rtx-3090", "--traffic", "1/s", "--input", "100", "--output", "10",
+           "--analytic"]
+    for v in BAD_LISTS + ("no-such-gpu",):
+        add("cost-own", ["cost", "own", M, "--gpu", v, "--traffic", "1/s", "--input", "100", "--output", "10",
+                         "--analytic"], (0, 2) if v == "no-such-gpu" else (2,))
+    for v in ("", "0/s", "-1/s", "nan/s", "abc", "1e400/s", "5"):
+        add("cost-own", ["cost", "own", M, "--gpu", "rtx-3090", "--traffic", v, "--input", "100", "--output",
+                         "10", "--analytic"], (0, 2) if v == "5" else (2,))
+    for opt in ("--resale", "--hosting", "--price", "--usd-per-kwh", "--pue", "--life"):
+        numbers("cost-own", own, opt, ok=("0", "1.5") if opt in ("--hosting", "--usd-per-kwh", "--life",
+                                                                 "--price") else ("0",) if opt == "--resale"
+                else ("1.5",))
+    for v in ("", "0", "500mo", "abc", "nan"):
+        add("cost-own", [*own, "--horizon", v])
+    add("cost-own", [*own, "--condition", "mint"])
+    # quality: a closed port, bad prompt files
+    for p in files_bad:
+        add("quality", ["quality", url, url, "--prompts", p])
+    add("quality", ["quality", url, url, "--prompts", str(ROOT / "README.md")])
+    # serve: the port only (a real start would hold the sweep)
+    for v in ("-1", "70000", "abc", "nan", "1e400"):
+        add("serve", ["serve", "--port", v])
     train = ["cost", "train", "--params", "7B", "--tokens", "1T", "--gpu", G]
     for opt in ("--params", "--tokens"):
         numbers("cost-train", train, opt, BAD_NUMBERS + ("7X", "1e400B", "1e300T", "B", "7BB"), ok=("1.5", "1e12"))

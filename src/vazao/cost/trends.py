@@ -204,7 +204,11 @@ def load_trend(name_or_path: str | Path) -> TrendScenario:
     if text in trend_scenarios():
         return trend_scenarios()[text]
     p = Path(text).expanduser()
-    if not (p.suffix.lower() in (".yaml", ".yml") or p.exists()):
+    try:
+        is_file = p.suffix.lower() in (".yaml", ".yml") or p.exists()
+    except (OSError, ValueError):  # a name too long for the file system, or a NUL: the reader says why
+        is_file = True
+    if not is_file:
         raise VazaoError(f"unknown trend scenario {text!r}: the shipped ones are {', '.join(trend_scenarios())}; "
                          "or give a trends YAML file")
     body = inputs.read_text(inputs.input_file(p, "trend file"), "trend file")
