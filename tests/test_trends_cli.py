@@ -64,6 +64,8 @@ def test_a_user_trend_file_through_the_cli(tmp_path):
     (["--horizon", "500mo", "--trend", "flat-top-tier"], "--horizon"),
     (["--horizon", "24mo", "--trend", "moon"], "unknown trend scenario 'moon'"),
     (["--horizon", "24mo", "--trend", "missing.yaml"], "missing.yaml"),
+    # a name longer than the file system takes: the reader refuses it (it reached the CLI's OSError net)
+    (["--horizon", "24mo", "--trend", "/tmp/" + "x" * 5000], "cannot be read"),
 ])
 def test_bad_trend_options_are_one_line_exit_2(args, message):
     res = runner.invoke(app, [*BASE, *args])
