@@ -81,6 +81,8 @@ def test_estimate_rows_carry_the_steps_energy():
     # the replica's 8 boards over the step, per token
     assert r.decode_j_per_token == pytest.approx(r.decode_power_w * 8 * r.decode_step_s)
     assert est.rows[1].decode_j_per_token < r.decode_j_per_token
+    # the joules at the catalog's datacenter: PUE 1.56 (Uptime 2024), $0.13/kWh (EIA 2024), 3.6 MJ a kWh
+    assert r.decode_electricity_usd_per_mtok == pytest.approx(r.decode_j_per_token * 1e6 / 3.6e6 * 1.56 * 0.13)
     assert estimate(make_deployment("llama-3.1-8b", "m2-ultra"), [1], 128, 32).rows[0].decode_power_w is None
 
 
@@ -207,6 +209,7 @@ def test_a_simulated_run_reports_its_energy_and_it_reads_back():
     idle = idle_power_w(dep.accelerator)
     assert idle <= e.mean_w_per_gpu <= e.serving_w_per_gpu <= 700
     assert e.j_per_output_token == pytest.approx(e.mean_w_per_gpu / r.summary.output_tokens_per_s)
+    assert e.electricity_usd_per_mtok == pytest.approx(e.j_per_output_token * 1e6 / 3.6e6 * 1.56 * 0.13)
     back = SimResult.from_json(json.loads(json.dumps(r.to_json())), r.summary)
     assert back.energy == e
     # a lighter load leaves the boards idle more of the time: fewer watts, more joules per token
@@ -230,6 +233,7 @@ def test_plan_buy_prices_cards_as_owned_and_leaves_out_unpriced_ones(tmp_path):
     assert d["pruned"]["by_reason"].get("no purchase price", 0) >= 1
     w = d["candidates"][0]
     assert w["power_w_per_gpu"] is not None and w["j_per_output_token"] is not None
+    assert w["electricity_usd_per_mtok"] == pytest.approx(w["j_per_output_token"] * 1e6 / 3.6e6 * 1.56 * 0.13)
     # the hourly price is the owned one: far under the rental catalog's, and at least the capex alone
     capex_h = 700 / (4 * 12 * 730)  # $700 used (catalog), 4 years (GeForce convention)
     rate = w["usd_per_hour"] / w["count"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
-from vazao.physics.energy import board_power_w, step_energy
+from vazao.physics.energy import board_power_w, electricity_usd_per_mtok, step_energy
 from vazao.physics.memory import Fit, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
@@ -46,6 +46,7 @@ class EstimateRow:
     decode_j_per_token: float | None = None
     prefill_power_w: float | None = None
     prefill_j_per_token: float | None = None
+    decode_electricity_usd_per_mtok: float | None = None  # the decode joules at the catalog's site
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -344,6 +345,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
             decode_j_per_token=e_dec.joules_per_token if e_dec else None,
             prefill_power_w=e_pre.power_w if e_pre else None,
             prefill_j_per_token=e_pre.joules_per_token if e_pre else None,
+            decode_electricity_usd_per_mtok=electricity_usd_per_mtok(e_dec.joules_per_token if e_dec else None),
         ))
     off = offline_point(dep, input_tokens, output_tokens)
     mlt, max_batch = off.output_tokens_per_s, off.batch * off.engines

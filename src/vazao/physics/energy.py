@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vazao.catalog.ownership import energy_model, power_of
+from vazao.catalog.ownership import energy_model, power_of, site
 
 if TYPE_CHECKING:
     from vazao.catalog.hardware import Accelerator
     from vazao.physics.step import StepCost
 
-__all__ = ["J_PER_KWH", "StepEnergy", "board_power_w", "idle_power_w", "step_energy"]
+__all__ = ["J_PER_KWH", "StepEnergy", "board_power_w", "electricity_usd_per_mtok", "idle_power_w", "step_energy"]
 
 J_PER_KWH = 3.6e6
 
@@ -59,3 +59,13 @@ def step_energy(acc: Accelerator, gpus: int, cost: StepCost, tokens: int) -> Ste
         return None
     j = w * gpus * cost.time_s
     return StepEnergy(w, j, j / tokens if tokens > 0 else None)
+
+
+def electricity_usd_per_mtok(j_per_token: float | None) -> float | None:
+    """What a million tokens' board energy costs at the wall of the catalog's datacenter site (its PUE and
+    $/kWh, catalog/data/ownership.yaml): an estimate beside the joules; `vazao cost` prices a site the user
+    names, in exact money."""
+    if j_per_token is None:
+        return None
+    s = site()
+    return j_per_token * 1e6 / J_PER_KWH * s.datacenter_pue * s.usd_per_kwh

@@ -54,6 +54,7 @@ class PlannedCandidate:
     command: str | None
     power_w_per_gpu: float | None = None  # sim.run.SimEnergy over the judged run; None: no rating
     j_per_output_token: float | None = None
+    electricity_usd_per_mtok: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -65,6 +65,7 @@ class Candidate:
     # the boards' draw over the simulated run and its joules per output token (sim.run.SimEnergy)
     power_w_per_gpu: float | None = None
     j_per_output_token: float | None = None
+    electricity_usd_per_mtok: float | None = None  # those joules at the catalog's site (physics/energy.py)
 
     @property
     def count(self) -> int:
@@ -357,7 +358,8 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
                                      "preemptions") if x), context=s.context,
         power_w_per_gpu=result.energy.mean_w_per_gpu if result.energy else None,
-        j_per_output_token=result.energy.j_per_output_token if result.energy else None)
+        j_per_output_token=result.energy.j_per_output_token if result.energy else None,
+        electricity_usd_per_mtok=result.energy.electricity_usd_per_mtok if result.energy else None)
 
 
 def _offered_usd_per_mtok(usd_h: Decimal | None, inp: PlanInputs, lengths: Lengths,

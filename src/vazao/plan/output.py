@@ -46,6 +46,7 @@ def candidate_json(c: Candidate, command: str | None = None) -> dict:
         "disagg": {"prefill": c.disagg[0], "decode": c.disagg[1]} if c.disagg else None,
         "tokens_per_s_per_gpu": c.tokens_per_s_per_gpu, "tokens_per_s_per_user": c.tokens_per_s_per_user,
         "power_w_per_gpu": c.power_w_per_gpu, "j_per_output_token": c.j_per_output_token,
+        "electricity_usd_per_mtok": c.electricity_usd_per_mtok,
         "command": command,
     }
 

@@ -106,15 +106,17 @@ def estimate_table(est) -> Table:
     t = Table(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
               title_justify="left")
     for col in ("batch", "decode step", "tok/s per request", "tok/s total", "TTFT (batch prefill)",
-                "E2E", "decode bound", "prefill bound", "KV fits", "decode W/GPU", "J/token"):
+                "E2E", "decode bound", "prefill bound", "KV fits", "decode W/GPU", "J/token", "power $/M"):
         t.add_column(col, justify="right")
     for r in est.rows:
         watts = "?" if r.decode_power_w is None else f"{r.decode_power_w:.0f}"
         joules = "?" if r.decode_j_per_token is None else f"{r.decode_j_per_token:.3g}"
+        usd = getattr(r, "decode_electricity_usd_per_mtok", None)
+        power_usd = "?" if usd is None else f"${usd:.3g}"
         t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
                   with_band(fmt_rate(r.tokens_per_s_total), r.tokens_per_s_band, fmt_rate),
                   with_band(fmt_seconds(r.ttft_s), r.ttft_band, fmt_seconds), fmt_seconds(r.e2e_s),
-                  r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]", watts, joules)
+                  r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]", watts, joules, power_usd)
     return t
 
 

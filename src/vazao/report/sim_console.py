@@ -53,6 +53,8 @@ def result_lines(r, slo) -> list[str]:
     e = getattr(r, "energy", None)
     if e is not None:
         j = "" if e.j_per_output_token is None else f", {e.j_per_output_token:.3g} J per output token"
+        if getattr(e, "electricity_usd_per_mtok", None) is not None:
+            j += f" (${e.electricity_usd_per_mtok:.3g} of electricity per M at a datacenter's PUE and $/kWh)"
         lines.append(f"energy             {e.mean_w_per_gpu:.0f} W per GPU on average ({e.serving_w_per_gpu:.0f} busy, "
                      f"{e.idle_w_per_gpu:.0f} idle; busy {e.busy_share:.0%} of the time){j}")
     if r.bands:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from vazao import limits
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
-from vazao.physics.energy import board_power_w, idle_power_w
+from vazao.physics.energy import board_power_w, electricity_usd_per_mtok, idle_power_w
 from vazao.physics.memory import fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, step_cost
@@ -43,6 +43,7 @@ class SimEnergy:
     mean_w_per_gpu: float
     gpus: int
     j_per_output_token: float | None
+    electricity_usd_per_mtok: float | None = None  # per million output tokens at the catalog's site
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -75,7 +76,8 @@ def sim_energy(dep: Deployment, summary: RunSummary, stats: Stats, engines: int,
     busy = min(1.0, stats.busy_s / (engines * span)) if span > 0 else 1.0
     mean_w = idle + busy * (serving - idle)
     out = summary.output_tokens_per_s
-    return SimEnergy(serving, idle, busy, mean_w, dep.count, mean_w * dep.count / out if out > 0 else None)
+    j = mean_w * dep.count / out if out > 0 else None
+    return SimEnergy(serving, idle, busy, mean_w, dep.count, j, electricity_usd_per_mtok(j))
 
 
 @dataclass(frozen=True)
