@@ -256,6 +256,21 @@ def _where(d: Any, key: Any, origin: str) -> str:
     return f"{origin}:{line}" if line else origin
 
 
+def known_entry(raw: Any, keys: frozenset, origin: str, noun: str, named: str, list_known: bool = False) -> dict:
+    """One entry of a data file: a mapping of known fields only. `noun` names an entry in the "must be a
+    mapping" refusal, `named` (with {id} for the entry's id) in the unknown-field one, which lists the
+    known fields when `list_known`."""
+    if not isinstance(raw, dict):
+        raise VazaoError(f"{origin}: each {noun} must be a mapping")
+    unknown = set(raw) - keys
+    if unknown:
+        key = sorted(unknown, key=str)[0]
+        known = f" (known: {', '.join(sorted(keys))})" if list_known else ""
+        raise VazaoError(f"{_where(raw, key, origin)}: unknown field {key!r} in "
+                         f"{named.format(id=repr(raw.get('id', '?')))}{known}")
+    return raw
+
+
 def _rate(value: Any, what: str) -> Decimal:
     if isinstance(value, float):  # only when a caller passes plain-YAML data
         if not math.isfinite(value):
@@ -294,13 +309,7 @@ def _rates(raw: Any, what: str, origin: str) -> Rates:
 
 def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
     """One entry of a prices file (already parsed YAML) to a PriceTable; unknown fields refused."""
-    if not isinstance(raw, dict):
-        raise VazaoError(f"{origin}: each price entry must be a mapping")
-    unknown = set(raw) - ENTRY_KEYS
-    if unknown:
-        key = sorted(unknown, key=str)[0]
-        raise VazaoError(f"{_where(raw, key, origin)}: unknown field {key!r} in price entry "
-                         f"{raw.get('id', '?')!r}")
+    known_entry(raw, ENTRY_KEYS, origin, "price entry", "price entry {id}")
     for need in ("id", "provider", "usd_per_mtok", "source", "as_of"):
         if raw.get(need) in (None, ""):
             raise VazaoError(f"{_where(raw, None, origin)}: price entry {raw.get('id', '?')!r} lacks {need!r}")
@@ -460,13 +469,7 @@ class PriceHistory:
 
 
 def _history_row(raw: Any, keys: frozenset, need: tuple[str, ...], origin: str) -> dict:
-    if not isinstance(raw, dict):
-        raise VazaoError(f"{origin}: each price history row must be a mapping")
-    unknown = set(raw) - keys
-    if unknown:
-        key = sorted(unknown, key=str)[0]
-        raise VazaoError(f"{_where(raw, key, origin)}: unknown field {key!r} in a price history row "
-                         f"(known: {', '.join(sorted(keys))})")
+    known_entry(raw, keys, origin, "price history row", "a price history row", list_known=True)
     for k in need:
         if raw.get(k) in (None, ""):
             raise VazaoError(f"{_where(raw, None, origin)}: price history row lacks {k!r}")

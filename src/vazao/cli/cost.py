@@ -464,20 +464,14 @@ def cost_own_cmd(
     from vazao.report.console import print_lines
 
     def names(text: str | None, what: str) -> tuple[str, ...]:
-        items = tuple(x.strip() for x in (text or "").split(",") if x.strip())
-        if len(items) > 16:
-            raise VazaoError(f"{what}: at most 16 GPUs, got {len(items)}")
-        return items
-
-    def share(text: str, what: str) -> Decimal:
-        return Decimal(str(inputs.number(text, what, minimum=0.0, maximum=1.0)))
+        return () if text is None else tuple(inputs.split_list(text, what, max_items=16))
 
     months = parse_horizon(horizon)
     rps = traffic_rate(traffic)
     site = default_site(home, None if pue is None else inputs.number(pue, "--pue", minimum=1.0, maximum=3.0),
                         usd_per_kwh)
     choice = OwnChoice(names(gpu, "--gpu"), names(rent, "--rent"), api_price, condition, price, life,
-                       share(resale, "--resale"),
+                       Decimal(str(inputs.number(resale, "--resale", minimum=0.0, maximum=1.0))),
                        Decimal(str(inputs.number(hosting, "--hosting", minimum=0.0, maximum=1_000_000.0))),
                        site, months, rps if rps is not None else 0.0)
     shape, w, _plan = _shape(workload, input_tokens, output_tokens)

@@ -20,12 +20,10 @@ from vazao.catalog.ownership import site as catalog_site
 from vazao.cost.money import MICRO, usd_per_mtok
 from vazao.cost.rates import to_decimal
 from vazao.errors import VazaoError
+from vazao.physics.energy import J_PER_KWH
 from vazao.resultfiles import from_document
 
 __all__ = ["EnergyCost", "EnergySite", "default_site", "energy_cost"]
-
-KWH_J = 3.6e6
-
 
 @dataclass(frozen=True)
 class EnergySite:
@@ -103,6 +101,6 @@ def energy_cost(serving_w: float, idle_w: float, gpus: int, input_tokens_per_s: 
     j_tok = serving_total_w / tot if tot > 0 else None
     kwh = None
     if out > 0 and u > 0:
-        kwh = board_w * site.pue / (out * u) * 1e6 / KWH_J  # wall energy per hour over tokens per hour
+        kwh = board_w * site.pue / (out * u) * 1e6 / J_PER_KWH  # wall energy per hour over tokens per hour
     return EnergyCost(serving_w, idle_w, gpus, utilisation, site, j_out, j_tok, kwh, usd_h,
                       usd_per_mtok(usd_h, out, utilisation), usd_per_mtok(usd_h, tot, utilisation))

@@ -63,6 +63,12 @@ class OwnTerms:
     def from_json(cls, d: Mapping[str, Any]) -> OwnTerms:
         return from_document(cls, d, site=EnergySite.from_json(d["site"]))
 
+    def fixed_usd_per_gpu_hour(self) -> Decimal:
+        """What a card costs an hour whatever it serves: the capex net of resale over the life, and hosting."""
+        life_h = to_decimal(self.life_years) * 12 * HOURS_PER_MONTH
+        return (self.purchase_usd * (1 - self.resale_share) / life_h
+                + self.hosting_usd_per_gpu_month / HOURS_PER_MONTH)
+
 
 def check_terms(condition: str | None, given: str | None) -> None:
     """The user's condition and price, checked before any option is weighed."""
@@ -158,10 +164,8 @@ def owned_option(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_t
         raise VazaoError(f"{c.deployment}: the board has no published power rating (catalog/data/ownership.yaml); "
                          "an owned cost needs its electricity")
     e = energy_cost(tp.power_w, tp.idle_w, gpus, tp.input_tokens_per_s, tp.output_tokens_per_s, util, terms.site)
-    life_h = to_decimal(terms.life_years) * 12 * HOURS_PER_MONTH
-    capex_h = terms.purchase_usd * (1 - terms.resale_share) / life_h
     hosting_h = terms.hosting_usd_per_gpu_month / HOURS_PER_MONTH
-    per_gpu_h = _q(capex_h + hosting_h + e.usd_per_hour / gpus)
+    per_gpu_h = _q(terms.fixed_usd_per_gpu_hour() + e.usd_per_hour / gpus)
     owned = selfhost_cost(c.deployment, gpus, per_gpu_h, "owned: capex over the life + electricity + hosting",
                           tp, util, terms.site)
     monthly = _q((e.usd_per_hour + hosting_h * gpus) * HOURS_PER_MONTH)
@@ -239,22 +243,20 @@ def rank(options: Sequence[OwnOption], horizon_months: int) -> tuple[OwnOption, 
     return tuple(sorted(out, key=lambda o: (o.usd_per_request is None, o.total_usd)))
 
 
-def owned_gpu_hour(accelerator_id: str, name: str, serving_w: float | None, *, condition: str | None = None,
-                   site: EnergySite | None = None, hosting_usd_per_gpu_month: Decimal = Decimal(0),
-                   resale_share: Decimal = Decimal(0)) -> tuple[Decimal, str]:
+def owned_gpu_hour(accelerator_id: str, name: str, serving_w: float | None) -> tuple[Decimal, str]:
     """One owned GPU-hour of `accelerator_id` serving at `serving_w` (the board's draw, from the steps:
-    physics/energy.py): the capex written off over the part's life, the electricity at the site, the
-    hosting; what `vazao plan --buy` prices a candidate with in place of a rental rate."""
+    physics/energy.py): the catalog's cheapest published price written off over the part's life, and the
+    electricity at the catalog's datacenter site; what `vazao plan --buy` prices a candidate with in place
+    of a rental rate."""
     from vazao.cost.energy import default_site
 
     if serving_w is None:
         raise VazaoError(f"{name} has no published power rating (catalog/data/ownership.yaml): an owned hour "
                          "needs its electricity")
-    usd, src, cond = purchase_price(accelerator_id, name, condition, None)
-    life, _ = default_life(name)
-    s = site or default_site()
-    capex_h = usd * (1 - resale_share) / (to_decimal(life) * 12 * HOURS_PER_MONTH)
-    power_h = to_decimal(serving_w) / 1000 * to_decimal(s.pue) * s.usd_per_kwh
-    rate = _q(capex_h + power_h + hosting_usd_per_gpu_month / HOURS_PER_MONTH)
+    usd, src, cond = purchase_price(accelerator_id, name, None, None)
+    life, life_src = default_life(name)
+    terms = OwnTerms(usd, src, cond, life, life_src, Decimal(0), Decimal(0), default_site())
+    power = energy_cost(serving_w, serving_w, 1, 0.0, 0.0, Decimal(1), terms.site)  # busy every hour
+    rate = _q(terms.fixed_usd_per_gpu_hour() + power.usd_per_hour)
     return rate, (f"owned ({cond}): ${usd:,.0f} over {life:g} years ({src}) + electricity at "
-                  f"{serving_w:.0f} W, PUE {s.pue:g}, {s.usd_per_kwh} $/kWh")
+                  f"{serving_w:.0f} W, PUE {terms.site.pue:g}, {terms.site.usd_per_kwh} $/kWh")

@@ -31,7 +31,7 @@ from vazao.errors import VazaoError
 from vazao.results import DEFAULT_SLO, SLO, RunSummary
 
 if TYPE_CHECKING:
-    from vazao.cost.own import OwnAnswer
+    from vazao.cost.own import OwnAnswer, OwnOption, OwnTerms
     from vazao.cost.trends import BreakEvenTrend, TrendScenario
     from vazao.physics.deployment import Deployment
     from vazao.workload import Workload
@@ -377,11 +377,8 @@ class OwnChoice:
     requests_per_s: float = 1.0
 
 
-def rps_ok(rps: float) -> bool:
-    return rps > 0 and rps < float("inf")
-
-
-def _cheapest_owned(q: SelfHostQuery, gpu: str, terms, months: int, out_tokens: int, rps: float):
+def _cheapest_owned(q: SelfHostQuery, gpu: str, terms: OwnTerms, months: int, out_tokens: int,
+                    rps: float) -> tuple[OwnOption | None, str]:
     """(the owned option with the lowest total over the horizon among 1, 2, 4 and 8 boards per copy, or
     the given count; None and why when none serves): few boards may carry a light load, more may be
     needed to meet the SLO at all."""
@@ -436,7 +433,7 @@ def own(q: SelfHostQuery, choice: OwnChoice) -> OwnAnswer:
     if choice.life_years is not None and not 0.25 <= choice.life_years <= 20:
         raise VazaoError(f"a service life is 0.25 to 20 years, got {choice.life_years:g}", parameter="life")
     check_terms(choice.condition, choice.price)
-    if not rps_ok(choice.requests_per_s):
+    if not 0 < choice.requests_per_s < float("inf"):
         raise VazaoError(f"the traffic is a positive request rate, got {choice.requests_per_s:g}/s",
                          parameter="traffic")
     rps = choice.requests_per_s

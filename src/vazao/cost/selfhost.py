@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
-from vazao.analytic import max_load_throughput, slo_batch, steady_batch_limit, steady_point
+from vazao.analytic import SteadyPoint, max_load_throughput, slo_batch, steady_batch_limit, steady_point
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.energy import EnergyCost, EnergySite, default_site, energy_cost
 from vazao.cost.money import MICRO
@@ -288,7 +288,7 @@ def _slo_concurrency(runs: _ClosedLoopRuns, slo: SLO, top: int) -> int | None:
     return None if good is None else _bisect(runs.meets, good, bad)
 
 
-def _run_point(dep: Deployment, best: SimRun):
+def _run_point(dep: Deployment, best: SimRun) -> SteadyPoint | None:
     """The analytic steady point at the run's mean lengths and mean batch (None: the run made none):
     where a simulated cost takes its prefill share of GPU time and its boards' draw."""
     s = best.summary

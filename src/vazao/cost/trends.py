@@ -134,15 +134,9 @@ def _factor(raw: Any, what: str, where: str) -> Decimal:
 
 def parse_scenario(raw: Any, origin: str) -> TrendScenario:
     """One entry of a trends file; unknown fields refused, the citation and caveat required."""
-    from vazao.catalog.prices import _where
+    from vazao.catalog.prices import _where, known_entry
 
-    if not isinstance(raw, dict):
-        raise VazaoError(f"{origin}: each trend scenario must be a mapping")
-    unknown = set(raw) - SCENARIO_KEYS
-    if unknown:
-        key = sorted(unknown, key=str)[0]
-        raise VazaoError(f"{_where(raw, key, origin)}: unknown field {key!r} in trend scenario "
-                         f"{raw.get('id', '?')!r} (known: {', '.join(sorted(SCENARIO_KEYS))})")
+    known_entry(raw, SCENARIO_KEYS, origin, "trend scenario", "trend scenario {id}", list_known=True)
     for need in ("id", "name", "citation", "caveat"):
         if not str(raw.get(need) or "").strip():
             raise VazaoError(f"{_where(raw, None, origin)}: trend scenario {raw.get('id', '?')!r} lacks {need!r} "

@@ -111,7 +111,7 @@ def estimate_table(est) -> Table:
     for r in est.rows:
         watts = "?" if r.decode_power_w is None else f"{r.decode_power_w:.0f}"
         joules = "?" if r.decode_j_per_token is None else f"{r.decode_j_per_token:.3g}"
-        usd = getattr(r, "decode_electricity_usd_per_mtok", None)
+        usd = r.decode_electricity_usd_per_mtok
         power_usd = "?" if usd is None else f"${usd:.3g}"
         t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
                   with_band(fmt_rate(r.tokens_per_s_total), r.tokens_per_s_band, fmt_rate),

@@ -107,7 +107,7 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
             j = "" if w.j_per_output_token is None else f", {w.j_per_output_token:.3g} J per output token"
             if w.electricity_usd_per_mtok is not None:
                 j += f", ${w.electricity_usd_per_mtok:.3g} of electricity per M"
-            paid = "in the owned price" if getattr(r.inputs, "buy", False) else "in the rental price"
+            paid = "in the owned price" if r.inputs.buy else "in the rental price"
             console.print(f"energy: {w.power_w_per_gpu:.0f} W per GPU over the judged run{j} "
                           f"(physics/energy.py; {paid})", highlight=False)
     elif r.closest_miss is not None:

@@ -44,16 +44,16 @@ def result_lines(r, slo) -> list[str]:
         f"served {r.cache_hit_share:.1%}",
         f"simulated in       {fmt_seconds(r.wall_s)} ({fmt_rate(r.simulated_requests_per_s)} requests/s)",
     ]
-    t = getattr(r, "tasks", None)
+    t = r.tasks
     if t is not None:
         lines.append(f"tasks              {t.tasks:,} done" + (f", {t.incomplete:,} incomplete" if t.incomplete else "")
                      + f"; per task p50 {fmt_seconds(t.e2e_s.p50 or 0)}, p95 {fmt_seconds(t.e2e_s.p95 or 0)}, "
                      f"{t.requests_per_task:,.0f} calls, {t.prompt_tokens_per_task + t.output_tokens_per_task:,.0f} "
                      f"tokens ({t.cached_prompt_tokens_per_task:,.0f} prompt tokens from the cache)")
-    e = getattr(r, "energy", None)
+    e = r.energy
     if e is not None:
         j = "" if e.j_per_output_token is None else f", {e.j_per_output_token:.3g} J per output token"
-        if getattr(e, "electricity_usd_per_mtok", None) is not None:
+        if e.electricity_usd_per_mtok is not None:
             j += f" (${e.electricity_usd_per_mtok:.3g} of electricity per M at a datacenter's PUE and $/kWh)"
         lines.append(f"energy             {e.mean_w_per_gpu:.0f} W per GPU on average ({e.serving_w_per_gpu:.0f} busy, "
                      f"{e.idle_w_per_gpu:.0f} idle; busy {e.busy_share:.0%} of the time){j}")

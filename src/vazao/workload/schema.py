@@ -144,6 +144,13 @@ class _DelayModel(_Strict):
         return Delay(self.dist, mean=self.value if self.dist == "fixed" else self.mean)
 
 
+def _seconds_at_least_0(v, name: str):
+    """A delay given as seconds (a distribution passes as is): finite and not negative."""
+    if isinstance(v, float) and (v < 0 or not math.isfinite(v)):
+        raise ValueError(f"{name} must be a non-negative number of seconds, got {v}")
+    return v
+
+
 class _ConversationModel(_Strict):
     turns: _DistModel | Annotated[int, Field(le=limits.MAX_REQUESTS)]
     user: _DistModel | Annotated[int, Field(le=limits.MAX_REQUEST_TOKENS)] | None = None
@@ -152,9 +159,7 @@ class _ConversationModel(_Strict):
     @field_validator("think_time_s")
     @classmethod
     def _think(cls, v):
-        if isinstance(v, float) and (v < 0 or not math.isfinite(v)):
-            raise ValueError(f"think_time_s must be a non-negative number of seconds, got {v}")
-        return v
+        return _seconds_at_least_0(v, "think_time_s")
 
 
 class _AgentModel(_Strict):
@@ -172,9 +177,7 @@ class _AgentModel(_Strict):
     @field_validator("tool_latency_s")
     @classmethod
     def _latency(cls, v):
-        if isinstance(v, float) and (v < 0 or not math.isfinite(v)):
-            raise ValueError(f"tool_latency_s must be a non-negative number of seconds, got {v}")
-        return v
+        return _seconds_at_least_0(v, "tool_latency_s")
 
 
 class _WorkloadModel(_Strict):
