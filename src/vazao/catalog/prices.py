@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -364,19 +364,36 @@ def parse_table(raw: Any, origin: str = "prices.yaml") -> PriceTable:
     )
 
 
-def parse_prices(text: str, origin: str) -> dict[str, PriceTable]:
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+T = TypeVar("T", bound=_HasId)
+
+
+def entries_by_id(text: str, origin: str, key: str, most: int, parse: Callable[[Any, str], T], noun: str,
+                  only_key: bool = False) -> dict[str, T]:
+    """A data file whose top level is one list `key:` of entries with an `id`: each entry parsed by
+    `parse`, at most `most` of them, ids unique (a repeated one named with its line). `only_key`:
+    the file holds that list and nothing else."""
     data = read_yaml(text, origin)
-    if not isinstance(data, dict) or not isinstance(data.get("prices"), list):
-        raise VazaoError(f"{origin}: expected a top-level 'prices:' list")
-    if len(data["prices"]) > limits.MAX_PRICES:
-        raise VazaoError(f"{origin}: {len(data['prices']):,} price entries; at most {limits.MAX_PRICES:,}")
-    out: dict[str, PriceTable] = {}
-    for entry in data["prices"]:
-        table = parse_table(entry, origin)
-        if table.id in out:
-            raise VazaoError(f"{_where(entry, 'id', origin)}: duplicate price id {table.id!r}")
-        out[table.id] = table
+    if not isinstance(data, dict) or not isinstance(data.get(key), list) or (only_key and set(data) != {key}):
+        raise VazaoError(f"{origin}: expected a top-level '{key}:' list")
+    if len(data[key]) > most:
+        raise VazaoError(f"{origin}: {len(data[key]):,} {noun} entries; at most {most:,}")
+    out: dict[str, T] = {}
+    for entry in data[key]:
+        item = parse(entry, origin)
+        ident = item.id
+        if ident in out:
+            raise VazaoError(f"{_where(entry, 'id', origin)}: duplicate {noun} id {ident!r}")
+        out[ident] = item
     return out
+
+
+def parse_prices(text: str, origin: str) -> dict[str, PriceTable]:
+    return entries_by_id(text, origin, "prices", limits.MAX_PRICES, parse_table, "price")
 
 
 @cache

@@ -162,19 +162,10 @@ def parse_scenario(raw: Any, origin: str) -> TrendScenario:
 
 
 def parse_trends(text: str, origin: str) -> dict[str, TrendScenario]:
-    from vazao.catalog.prices import _where, read_yaml
+    from vazao.catalog.prices import entries_by_id
 
-    data = read_yaml(text, origin)
-    if not isinstance(data, dict) or not isinstance(data.get("trends"), list) or set(data) != {"trends"}:
-        raise VazaoError(f"{origin}: expected a top-level 'trends:' list of scenarios")
-    if len(data["trends"]) > limits.MAX_TREND_SCENARIOS:
-        raise VazaoError(f"{origin}: {len(data['trends']):,} scenarios; at most {limits.MAX_TREND_SCENARIOS:,}")
-    out: dict[str, TrendScenario] = {}
-    for entry in data["trends"]:
-        s = parse_scenario(entry, origin)
-        if s.id in out:
-            raise VazaoError(f"{_where(entry, 'id', origin)}: duplicate trend id {s.id!r}")
-        out[s.id] = s
+    out = entries_by_id(text, origin, "trends", limits.MAX_TREND_SCENARIOS, parse_scenario, "trend",
+                        only_key=True)
     if not out:
         raise VazaoError(f"{origin}: no trend scenario in it")
     return out
