@@ -348,3 +348,39 @@ def test_a_layout_the_notes_contradict_is_read_as_the_notes_name():
     odd = [r for r in rows if raw[r.id]["gpu_count"] == "1" and r.moe_tp and r.moe_tp > 1]
     assert odd and all(r.tp == r.moe_tp == r.gpu_count for r in odd)
     assert all(any("cannot be the layout the notes name" in a for a in r.assumed) for r in odd)
+
+
+# aic-04398 of published-serving.csv (aiconfigurator row 2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4
+# _tp8_ep8_954): gpu_count 64, tp 64, notes moe_tp=8 moe_ep=8, TPOT 8.583777779094092 ms, the same figure as
+# aic-02486 (row ..._c4_tp8_0_ep8_0_1252: gpu_count 8, tp 8, moe_tp=1 moe_ep=8)
+AIC_04398 = ('aic-04398,aiconfigurator silicon_sample.csv row 2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024'
+             '_c4_tp8_ep8_954,trtllm,1.1.0rc2.post2,DeepSeek-R1,671,FP8,gemm=fp8 moe=fp8,H200-SXM-141GB,64,64,1,1024,'
+             '1024,concurrency=4,tpot_ms,8.583777779094092,aggregated serving at fixed concurrency 4; moe_tp=8 '
+             'moe_ep=8 attention_dp=1; mean over the run as dumped by aiconfigurator\n')
+
+
+def test_a_layout_multiplied_past_one_node_is_read_as_the_node_it_ran_on():
+    r = one(AIC_04398)
+    assert (r.gpu_count, r.tp, r.moe_tp, r.moe_ep) == (8, 8, 1, 8)
+    assert any("multiplying tp by ep" in a for a in r.assumed)
+    assert "strict: the row needs a reading" in str(one(AIC_04398, strict=True))  # --strict refuses it
+    # within one node the same product is a real layout (tp 8 = moe_tp 2 × moe_ep 4) and is kept
+    kept = one(row_of(AIC_04398, gpu_count="8", tp="8", notes="moe_tp=2 moe_ep=4 attention_dp=1"))
+    assert (kept.gpu_count, kept.tp, kept.moe_tp, kept.moe_ep) == (8, 8, 2, 4)
+    assert not any("multiplying" in a for a in kept.assumed)
+    # a product that is not the row's tp is not this slip either
+    other = one(row_of(AIC_04398, gpu_count="16", tp="16", notes="moe_tp=2 moe_ep=4 attention_dp=1"))
+    assert (other.gpu_count, other.tp) == (16, 16)
+    # predicted on 8 GPUs: one node, not the 36 ms of a 64-GPU tp group all-reducing over the network
+    assert predict(r).value < 20
+
+
+@pytest.mark.skipif(not SERVING.exists(), reason="shared/data is not beside this checkout")
+def test_every_multiplied_layout_in_the_serving_file_is_read_back_to_one_node():
+    from vazao.validate.rows import read_rows
+
+    rows, _ = read_rows(SERVING)
+    multiplied = [r for r in rows if any("multiplying tp by ep" in a for a in r.assumed)]
+    # 98 rows: DeepSeek-V3/R1 at tp 64 (moe_tp=8 moe_ep=8) and Qwen3-235B at tp 16 (moe_tp=4 moe_ep=4)
+    assert len(multiplied) == 98
+    assert all(r.gpu_count <= 8 and r.tp == r.gpu_count and r.moe_tp == 1 for r in multiplied)

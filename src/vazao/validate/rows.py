@@ -369,6 +369,32 @@ def _gpu(text: str, notes: list[str]) -> str:
     return text
 
 
+def _multiplied_layout(layout: dict[str, int], tp: int, pp: int, count: int, gpu: str,
+                       notes: list[str]) -> tuple[int, int]:
+    """(tp, gpu_count) of a row whose tp and gpu_count are its moe_tp × moe_ep and reach past one node. In
+    TensorRT-LLM's layout (moe_tp × moe_ep = tp) that is a valid 64-GPU layout, but the serving file holds
+    the same measurement twice: aiconfigurator row `…_c4_tp8_ep8_954` as gpu_count 64, tp 64, moe_tp=8
+    moe_ep=8 (TPOT 8.584 ms) and `…_c4_tp8_0_ep8_0_1252` as 8 GPUs, tp 8, moe_tp=1 moe_ep=8 (8.584 ms):
+    the file's converter multiplied tp by ep. Read as tp = moe_tp GPUs with the experts split moe_ep ways
+    inside it (layout's moe_tp becomes tp ÷ moe_ep)."""
+    ep, mtp = layout.get("moe_ep") or 0, layout.get("moe_tp") or 0
+    if ep < 2 or mtp < ep or mtp % ep or mtp * ep != tp or count != tp * pp:
+        return tp, count
+    from vazao.catalog.local import resolve_accelerator
+
+    try:
+        per_node = resolve_accelerator(gpu).gpus_per_node
+    except VazaoError:
+        return tp, count
+    if per_node is None or tp <= per_node or mtp > per_node:
+        return tp, count
+    _note(notes, f"gpu_count {count} and tp {tp} are moe_tp × moe_ep ({mtp} × {ep}) past one {per_node}-GPU node, "
+                 f"the file's converter multiplying tp by ep (its tp8_ep8 rows repeat 8-GPU measurements): read as "
+                 f"tp {mtp} on {mtp * pp} GPUs, experts split {ep} ways")
+    layout["moe_tp"] = mtp // ep
+    return mtp, mtp * pp
+
+
 def _served_weights(weights: str, family: str, gpu: str, model: str, notes: list[str]) -> str:
     """NVFP4 that the engine cannot run on this GPU, for a model whose own 4-bit checkpoint is MXFP4 (gpt-oss on
     Hopper under TensorRT-LLM, which 'runs MXFP4, not NVFP4, on Hopper': formats.yaml): the MXFP4 checkpoint."""
@@ -440,10 +466,11 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
         _note(notes, f"gpu_count {count} and tp {tp} cannot be the layout the notes name (moe_tp={moe_tp}): read "
                      f"as tp {moe_tp} on {moe_tp * pp} GPUs")
         tp, count = moe_tp, moe_tp * pp
+    gpu = _gpu(d["gpu"].strip(), notes)
+    tp, count = _multiplied_layout(layout, tp, pp, count, gpu, notes)
     weights = _precision(d["precision_weights"], "precision_weights", notes)
     kv = _precision(d.get("precision_kv_or_compute") or "not stated", "precision_kv_or_compute", notes) or "not stated"
     kv, weights = _kv(kv, weights, notes)
-    gpu = _gpu(d["gpu"].strip(), notes)
     weights = _served_weights(weights, family, gpu, d["model"].strip(), notes)
     input_len, output_len = _lengths(d, notes)
     condition, how = _condition(d["concurrency_or_batch"])
