@@ -452,3 +452,28 @@ def test_a_cancellation_taken_back_is_given_again():
     outcome, waited = asyncio.run(main())
     assert outcome == "cancelled again"
     assert NUDGE_S <= waited < 20  # one nudge; the bound is loose for a loaded machine
+
+
+def test_a_second_signal_outside_the_loop_writes_its_line_without_the_console(capfd):
+    """A Python signal handler can land inside an import: the scratch suite's loaded run caught the second
+    SIGINT while rich was importing its emoji table, and printing through rich there died with an
+    ImportError (exit 1). Outside the loop the line goes straight to stderr's descriptor; in a loop
+    callback, where any code may run, through `say`."""
+    from vazao.cli.interrupt import Interrupts
+
+    said: list[str] = []
+    sig = Interrupts(say=said.append)
+    try:
+        assert sig._count(signal.SIGINT) == 1
+        assert sig._count(signal.SIGINT) == 2  # as _early and _late call it: from a signal handler
+        assert said == []
+        assert "once more to quit at once" in capfd.readouterr().err
+    finally:
+        sig.restore()
+    loop_sig = Interrupts(say=said.append)
+    try:
+        loop_sig._count(signal.SIGINT, in_loop=True)
+        loop_sig._count(signal.SIGINT, in_loop=True)
+        assert len(said) == 1 and "once more to quit" in said[0]
+    finally:
+        loop_sig.restore()

@@ -34,7 +34,8 @@ class Interrupted(BaseException):
 
 def _quit_now(signum: int) -> None:
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+        # RuntimeError: a handler that interrupted this stream's own write ("reentrant call")
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
             stream.flush()
     os._exit(128 + signum)  # the records file is flushed line by line: what it holds is whole
 
@@ -69,7 +70,7 @@ class Interrupts:
     def first(self) -> int | None:
         return self.got[0] if self.got else None
 
-    def _count(self, signum: int) -> int:
+    def _count(self, signum: int, in_loop: bool = False) -> int:
         self.got.append(signum)
         n = len(self.got)
         if n == 1:
@@ -77,7 +78,15 @@ class Interrupts:
             self._timer.daemon = True
             self._timer.start()
         elif n == 2:
-            self._say("still writing the records of the requests in flight; once more to quit at once")
+            text = "still writing the records of the requests in flight; once more to quit at once"
+            if in_loop:  # a loop callback: any code may run
+                self._say(text)
+            else:
+                # A Python signal handler runs between two bytecodes of whatever the main thread was doing,
+                # an import included: `say` (rich) imported its emoji table there and met it half-built
+                # (ImportError, exit 1, under a loaded suite). A fixed line, straight to the descriptor.
+                with contextlib.suppress(OSError):
+                    os.write(2, f"{text}\n".encode())
         else:
             _quit_now(self.got[0])
         return n
@@ -93,7 +102,7 @@ class Interrupts:
             raise SystemExit(128 + signum)
 
     def _in_loop(self, signum: int) -> None:
-        if self._count(signum) == 1 and self._task is not None:
+        if self._count(signum, in_loop=True) == 1 and self._task is not None:
             self._task.cancel()
             self._watch(self._task)
 
