@@ -389,8 +389,8 @@ def _multiplied_layout(layout: dict[str, int], tp: int, pp: int, count: int, gpu
     if per_node is None or tp <= per_node or mtp > per_node:
         return tp, count
     _note(notes, f"gpu_count {count} and tp {tp} are moe_tp × moe_ep ({mtp} × {ep}) past one {per_node}-GPU node, "
-                 f"the file's converter multiplying tp by ep (its tp8_ep8 rows repeat 8-GPU measurements): read as "
-                 f"tp {mtp} on {mtp * pp} GPUs, experts split {ep} ways")
+                 "the file's converter multiplying tp by ep (the serving file repeats its 8-GPU tp8_ep8 "
+                 f"measurements at 64): read as tp {mtp} on {mtp * pp} GPUs, experts split {ep} ways")
     layout["moe_tp"] = mtp // ep
     return mtp, mtp * pp
 
