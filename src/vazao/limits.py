@@ -132,7 +132,14 @@ MAX_TREND_SCENARIOS = 256  # scenarios in one trend file
 # ---- quality (vazao quality, plan --quality) -------------------------------------------------------------
 MAX_QUALITY_ROWS = 100_000  # rows of one quality file (the catalog holds tens)
 MAX_QUALITY_PROMPTS = 10_000  # prompts of one `vazao quality` run: each is two requests, one at a time
+MAX_QUALITY_COUNTS = 64  # named counts on one quality row (prompts, items, shots …: a handful in practice)
 MAX_TOP_LOGPROBS = 20  # alternatives per position: OpenAI's API accepts at most 20
+
+# ---- owning hardware (cost own, plan --buy) ---------------------------------------------------------------
+MAX_PURCHASE_USD = 10_000_000  # one card's price: a DGX node is ~$300k, a single accelerator far less
+MIN_PUE, MAX_PUE = 1.0, 3.0  # total over IT power: 1 is the ideal, Uptime's worst surveyed sites are near 2.5
+MAX_USD_PER_KWH = 10  # electricity: retail prices run 0.05-0.60 $/kWh
+MIN_LIFE_YEARS, MAX_LIFE_YEARS = 0.25, 20  # a service life the capex is written off over
 
 # ---- software lifecycle (plan --support-horizon) ------------------------------------------------------
 # months ahead a plan looks for an announced end of an engine's support for a card: ten years is past any

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from vazao import limits
 from vazao.catalog.ownership import site as catalog_site
 from vazao.cost.money import MICRO, usd_per_mtok
 from vazao.cost.rates import to_decimal
@@ -32,12 +33,12 @@ class EnergySite:
     source: str
 
     def __post_init__(self) -> None:
-        if not 1.0 <= self.pue <= 3.0:
-            raise VazaoError(f"PUE is a site's total power over its IT power, 1 to 3; got {self.pue:g}",
-                             parameter="pue")
-        if not self.usd_per_kwh.is_finite() or not Decimal(0) <= self.usd_per_kwh <= Decimal(10):
-            raise VazaoError(f"the electricity price must be 0 to 10 $/kWh; got {self.usd_per_kwh}",
-                             parameter="usd_per_kwh")
+        if not limits.MIN_PUE <= self.pue <= limits.MAX_PUE:
+            raise VazaoError(f"PUE is a site's total power over its IT power, {limits.MIN_PUE:g} to "
+                             f"{limits.MAX_PUE:g}; got {self.pue:g}", parameter="pue")
+        if not self.usd_per_kwh.is_finite() or not Decimal(0) <= self.usd_per_kwh <= limits.MAX_USD_PER_KWH:
+            raise VazaoError(f"the electricity price must be 0 to {limits.MAX_USD_PER_KWH:g} $/kWh; got "
+                             f"{self.usd_per_kwh}", parameter="usd_per_kwh")
 
     def to_json(self) -> dict[str, Any]:
         return {"pue": self.pue, "usd_per_kwh": str(self.usd_per_kwh), "source": self.source}

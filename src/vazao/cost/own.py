@@ -24,8 +24,10 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from vazao import limits
 from vazao.catalog.ownership import purchases_of
 from vazao.catalog.ownership import site as catalog_site
+from vazao.catalog.prices import money
 from vazao.cost.energy import EnergySite, energy_cost
 from vazao.cost.money import HOURS_PER_MONTH, MICRO, to_decimal
 from vazao.cost.selfhost import SelfHostCost, Throughput, at_traffic, selfhost_cost
@@ -80,12 +82,12 @@ def check_terms(condition: str | None, given: str | None) -> None:
 
 def given_price(given: str) -> Decimal:
     try:
-        usd = Decimal(str(given).strip().lstrip("$").replace(",", ""))
-    except ArithmeticError:
+        usd = money(str(given), "price")
+    except VazaoError:
         usd = Decimal("NaN")
-    if not usd.is_finite() or not Decimal(0) < usd <= Decimal(10_000_000):
-        raise VazaoError(f"a purchase price is $ per card, above 0 and at most 10,000,000; got {given!r}",
-                         parameter="price")
+    if not usd.is_finite() or not Decimal(0) < usd <= limits.MAX_PURCHASE_USD:
+        raise VazaoError(f"a purchase price is $ per card, above 0 and at most {limits.MAX_PURCHASE_USD:,}; "
+                         f"got {given!r}", parameter="price")
     return usd
 
 

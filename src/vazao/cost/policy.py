@@ -430,8 +430,9 @@ def own(q: SelfHostQuery, choice: OwnChoice) -> OwnAnswer:
     if not Decimal(0) <= choice.resale_share < Decimal(1):
         raise VazaoError(f"the resale share is the part of the price sold back, 0 to below 1; got "
                          f"{choice.resale_share}", parameter="resale")
-    if choice.life_years is not None and not 0.25 <= choice.life_years <= 20:
-        raise VazaoError(f"a service life is 0.25 to 20 years, got {choice.life_years:g}", parameter="life")
+    if choice.life_years is not None and not limits.MIN_LIFE_YEARS <= choice.life_years <= limits.MAX_LIFE_YEARS:
+        raise VazaoError(f"a service life is {limits.MIN_LIFE_YEARS:g} to {limits.MAX_LIFE_YEARS:g} years, got "
+                         f"{choice.life_years:g}", parameter="life")
     check_terms(choice.condition, choice.price)
     if not 0 < choice.requests_per_s < float("inf"):
         raise VazaoError(f"the traffic is a positive request rate, got {choice.requests_per_s:g}/s",

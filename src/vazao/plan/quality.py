@@ -116,8 +116,9 @@ def row_from_mapping(data: Any, where: str) -> QualityRow:
     if not isinstance(hib, bool):
         raise VazaoError(f"{where}: `higher_is_better` must be true or false")
     counts = data.get("counts") or {}
-    if not isinstance(counts, Mapping) or len(counts) > 64:
-        raise VazaoError(f"{where}: `counts` must be a mapping of at most 64 names to numbers")
+    if not isinstance(counts, Mapping) or len(counts) > limits.MAX_QUALITY_COUNTS:
+        raise VazaoError(f"{where}: `counts` must be a mapping of at most {limits.MAX_QUALITY_COUNTS} names to "
+                         "numbers")
     return QualityRow(
         family=_text(data, "family", where, limit=limits.MAX_LABEL).lower(), format=fmt,
         recovery=float(inputs.number(data.get("recovery"), f"{where}: recovery", minimum=0.0, maximum=2.0)),
