@@ -20,7 +20,15 @@ from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
 from vazao.physics.deployment import Deployment, make_deployment
 from vazao.physics.memory import ACT_BYTES
-from vazao.physics.step import INTER_NODE_LATENCY_S, INTRA_NODE_HOP_LATENCY_S, P2P_LATENCY_S, BatchShape, step_cost
+from vazao.physics.profiles import get_engine
+from vazao.physics.step import (
+    CUSTOM_ALLREDUCE_HOPS,
+    INTER_NODE_LATENCY_S,
+    INTRA_NODE_HOP_LATENCY_S,
+    P2P_LATENCY_S,
+    BatchShape,
+    step_cost,
+)
 from vazao.units import GB
 
 DECODE = BatchShape.decode(64, 2048)
@@ -228,11 +236,47 @@ def test_more_nodes_cost_more_network_steps(h100):
 def test_an_all_reduce_inside_a_node_pays_a_hop_per_ring_step(h100, tp):
     """NCCL's ring model (src/graph/tuning.cc: latency = baseLat + nsteps × hwLat[NVLINK][Ring], nsteps =
     2(n − 1) for an all-reduce; LL128's hop 1.9 us): on top of the engine's fixed cost, 2(tp − 1) hops —
-    tp8 pays 14 × 1.9 = 26.6 us more per all-reduce than one GPU would, 2 × 32 of them a Llama-8B step."""
-    dep = dep_on(h100, "llama-3.1-8b", tp, tp)
+    tp8 pays 14 × 1.9 = 26.6 us more per all-reduce than one GPU would, 2 × 32 of them a Llama-8B step.
+    An engine that all-reduces through NCCL alone (custom_allreduce_gpus 0) pays that."""
+    vllm = get_engine("vllm")
+    nccl = replace(vllm, custom_allreduce_gpus=0)
+    dep = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp, engine=nccl)
     assert dep.consts.allreduce_latency_s == pytest.approx(
         dep.engine.allreduce_latency_s + 2 * (tp - 1) * INTRA_NODE_HOP_LATENCY_S)
     assert INTRA_NODE_HOP_LATENCY_S == 1.9e-6
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_an_engines_own_all_reduce_inside_an_nvlink_node_pays_two_barriers_at_any_width(h100, engine, tp):
+    """vLLM's custom all-reduce (csrc/custom_all_reduce.cuh: cross_device_reduce_1stage below 256 KB on 8 GPUs,
+    512 KB on 4, else 2stage; SGLang runs the same kernels) and TensorRT-LLM's ONESHOT/TWOSHOT kernels
+    (kernels/customAllReduceKernels.cu) read every peer's buffer over NVLink P2P between flag barriers: the
+    latency is the engine's fixed cost and two barrier hops at 2, 4 or 8 GPUs, not 2(tp − 1) ring hops. The
+    ring's bandwidth term is kept."""
+    dep = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp, engine=engine)
+    nccl = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp,
+                           engine=replace(dep.engine, custom_allreduce_gpus=0))
+    assert dep.engine.custom_allreduce_gpus == 8
+    assert dep.consts.allreduce_latency_s == pytest.approx(
+        dep.engine.allreduce_latency_s + CUSTOM_ALLREDUCE_HOPS * INTRA_NODE_HOP_LATENCY_S)
+    assert CUSTOM_ALLREDUCE_HOPS == 2
+    assert dep.consts.allreduce_factor_s_per_byte == nccl.consts.allreduce_factor_s_per_byte
+    saved = 2 * dep.model.num_layers * (2 * (tp - 1) - 2) * INTRA_NODE_HOP_LATENCY_S  # two all-reduces a layer
+    assert step_cost(nccl, DECODE).comm_s - step_cost(dep, DECODE).comm_s == pytest.approx(saved, rel=1e-9, abs=1e-12)
+
+
+def test_the_engines_own_all_reduce_needs_nvlink_and_one_node(h100):
+    """Without NVLink (L40S: PCIe 4) vLLM falls back to NCCL for more than two GPUs, and a group past one node
+    (tp16 over two DGX H100) is NCCL's ring: both keep the ring's hops."""
+    l40s = get_accelerator("l40s")
+    assert not l40s.interconnect.startswith("nvlink")
+    pcie = make_deployment("llama-3.1-8b", l40s, "bf16", count=4, tp=4, engine="vllm")
+    assert pcie.consts.allreduce_latency_s == pytest.approx(
+        pcie.engine.allreduce_latency_s + 6 * INTRA_NODE_HOP_LATENCY_S)
+    two_nodes = dep_on(h100, "llama-3.1-405b", 16, 16)
+    assert two_nodes.consts.allreduce_latency_s == pytest.approx(
+        two_nodes.engine.allreduce_latency_s + 2 * INTER_NODE_LATENCY_S + 28 * INTRA_NODE_HOP_LATENCY_S)
 
 
 def test_ideal_keeps_no_latency(h100):
@@ -255,12 +299,13 @@ def test_macs_over_thunderbolt_keep_their_link():
 
 
 def test_grid_sweep_applies_the_same_rule(h100):
-    """physics/grid.py builds StepConstants over arrays of accelerators: its tp16 cells match step_cost."""
+    """physics/grid.py builds StepConstants over arrays of accelerators: its tp8 and tp16 cells match step_cost."""
     from vazao.catalog.formats import get_format, get_kv_format
     from vazao.physics.grid import sweep
     from vazao.physics.profiles import get_engine
 
-    accs = [h100, get_accelerator("h200"), one_domain(h100, 16)]  # one engine profile: all Hopper
+    # one engine profile; the L40S (PCIe) keeps the ring's hops where the NVLink GPUs take vLLM's own kernel
+    accs = [h100, get_accelerator("h200"), one_domain(h100, 16), get_accelerator("l40s")]
     model, fmt, kv = get_model("llama-3.1-70b"), get_format("bf16"), get_kv_format("fp16")
     eng = get_engine("vllm").on_generation("hopper")
     shapes = (DECODE, PREFILL)

@@ -43,6 +43,7 @@ class AcceleratorArrays:
         self.bandwidth = np.array([a.memory_bandwidth_bytes_per_s for a in accs])
         self.link = np.array([a.interconnect_bytes_per_s for a in accs])
         self.host_link = np.array([a.host_link_bytes_per_s for a in accs])
+        self.nvlink = np.array([1.0 if a.interconnect.startswith("nvlink") else 0.0 for a in accs])
         # The node, as StepConstants.of reads it; an accelerator with none (a measured host) gets no boundary.
         self.gpus_per_node = np.array([a.gpus_per_node or NO_NODE for a in accs])
         self.inter_node = np.array([a.inter_node_bytes_per_s or a.interconnect_bytes_per_s for a in accs])
@@ -81,7 +82,7 @@ def sweep(models: Iterable[ModelArch], accs: Sequence[Accelerator], formats: Ite
                 shard = ShardConstants.of(dep)
                 free = free_bytes_per_gpu(dep, hw.memory)
                 c = StepConstants(shard, engine, tp, 1, tp, free, matmul_peak, hw.peak16, hw.fp32, hw.bandwidth,
-                                  hw.link, hw.host_link, narrow, hw.gpus_per_node, hw.inter_node)
+                                  hw.link, hw.host_link, narrow, hw.gpus_per_node, hw.inter_node, hw.nvlink)
                 times = np.stack([roofline(step_work(shard, sh), c)[4] for sh in shapes])
                 seqs = np.floor_divide(np.maximum(free, 0.0), kv_bytes_per_sequence_per_gpu(dep, context))
                 cells.append(GridCell(m.name, f.name, tp, runs, runs & (seqs >= 1), seqs, times))

@@ -52,6 +52,9 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "step_overhead_s": (0.0, 0.2),
     "per_sequence_overhead_s": (0.0, 0.01),
     "request_overhead_s": (0.0, 2.0),  # HTTP, tokenization, detokenization: added to every TTFT
+    # an all-reduce's fixed cost on top of its hops (launch, flag barriers, the release's choice of kernel):
+    # 100 us is ten times NCCL's own base latency for one node (src/graph/tuning.cc)
+    "allreduce_latency_s": (0.0, 1e-4),
     # share of the shorter of a step's host work (scheduling, sampling, bookkeeping: the overheads above) and
     # device work hidden under the longer: an engine that schedules step n+1 while the GPU runs step n
     # (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) pays max(host, device), not their sum
@@ -99,6 +102,10 @@ class EngineProfile:
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
     host_overlap: float = 0.0
+    # The widest tensor-parallel group the engine all-reduces with its own one-shot / two-shot peer-to-peer
+    # kernels inside one NVLink domain (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's ONESHOT/TWOSHOT):
+    # a fixed two-barrier latency whatever the width, not NCCL's 2(n - 1) ring hops. 0: NCCL's ring alone.
+    custom_allreduce_gpus: int = 0
     # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)
     memory_basis: str = "total"
     # guaranteed: a request is admitted only when the KV of its whole prompt + output is free (TensorRT-LLM's

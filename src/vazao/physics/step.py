@@ -58,6 +58,12 @@ INTER_NODE_LATENCY_S = 4e-6
 # Simple; PCIe's LL128 2.5 us): an all-reduce over n GPUs of one node makes 2(n - 1) of them (nsteps there), so
 # its latency grows with the tensor-parallel width on top of the engine's fixed cost (allreduce_latency_s).
 INTRA_NODE_HOP_LATENCY_S = 1.9e-6
+# An engine's own all-reduce inside an NVLink domain (vLLM csrc/custom_all_reduce.cuh, which SGLang reuses;
+# TensorRT-LLM cpp/tensorrt_llm/kernels/customAllReduceKernels.cu) reads every peer's buffer over P2P in one
+# stage (two for larger messages: vLLM switches at 256 KB on 8 GPUs, 512 KB on 4) between flag barriers, so
+# its latency is two barrier hops at any width up to the engine's `custom_allreduce_gpus`. The bandwidth term
+# stays the ring's 2(n - 1)/n: decode's messages are latency-bound, prefill's large ones go to NCCL.
+CUSTOM_ALLREDUCE_HOPS = 2
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
@@ -334,9 +340,11 @@ class StepConstants(Generic[Num]):
     def __init__(self, shard: ShardConstants, eng: EngineProfile, tp: int, pp: int, gpus_per_replica: int,
                  free_bytes_per_gpu: Num, matmul_peak: Num, peak16: Num, peak_fp32: Num, bandwidth: Num, link: Num,
                  host_link: Num, narrow: bool | Num = False,
-                 gpus_per_node: Num | None = None, inter_node_link: Num | None = None) -> None:
+                 gpus_per_node: Num | None = None, inter_node_link: Num | None = None,
+                 nvlink: float | Num = 0.0) -> None:
         """`narrow` (a bool, or a bool array) and `gpus_per_node` (an int, or an int array) are typed as the
-        numbers are: arrays exactly when they are (a grid sweep's)."""
+        numbers are: arrays exactly when they are (a grid sweep's). `nvlink` (a number, or an array): the
+        GPUs of a node share an NVLink domain (1.0, else 0.0), where an engine's own peer-to-peer all-reduce runs."""
         self.shard = shard
         self.matmul_peak = matmul_peak
         self.attn_peak = peak16
@@ -375,7 +383,10 @@ class StepConstants(Generic[Num]):
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
         self.allreduce_latency_s = eng.allreduce_latency_s
         if eng.allreduce_latency_s:  # the physical limit (--ideal) has no latencies at all
-            intra_steps = 2 * (tp - 1) - ar_net_steps if tp > 1 else 0
+            intra_steps = 2.0 * (tp - 1) - ar_net_steps if tp > 1 else 0.0
+            if 1 < tp <= eng.custom_allreduce_gpus:  # a group inside one NVLink node: the engine's own kernel
+                own = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
+                intra_steps = intra_steps - own * (intra_steps - CUSTOM_ALLREDUCE_HOPS)
             self.allreduce_latency_s = (eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
                                         + intra_steps * INTRA_NODE_HOP_LATENCY_S)
         # roofline charges pp_hops × these: the per-hop mean of the hops inside a node and those across nodes
@@ -403,7 +414,8 @@ class StepConstants(Generic[Num]):
                              peak16, acc.peak("fp32"), acc.memory_bandwidth_bytes_per_s, acc.interconnect_bytes_per_s,
                              acc.host_link_bytes_per_s,
                              narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
-                             gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s)
+                             gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s,
+                             nvlink=1.0 if acc.interconnect.startswith("nvlink") else 0.0)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
