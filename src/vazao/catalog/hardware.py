@@ -68,6 +68,11 @@ class Accelerator:
     def tensor_cores(self) -> bool:
         return bool(self.gen and self.gen.tensor_cores)
 
+    @property
+    def nvlink(self) -> bool:
+        """The GPUs of a node share an NVLink domain: peer-to-peer reads an engine's own all-reduce relies on."""
+        return self.interconnect.startswith("nvlink")
+
     def native(self, dtype: str) -> bool:
         """True when the matrix units run this dtype in silicon."""
         if dtype == "fp32":

@@ -43,7 +43,7 @@ class AcceleratorArrays:
         self.bandwidth = np.array([a.memory_bandwidth_bytes_per_s for a in accs])
         self.link = np.array([a.interconnect_bytes_per_s for a in accs])
         self.host_link = np.array([a.host_link_bytes_per_s for a in accs])
-        self.nvlink = np.array([1.0 if a.interconnect.startswith("nvlink") else 0.0 for a in accs])
+        self.nvlink = np.array([1.0 if a.nvlink else 0.0 for a in accs])
         # The node, as StepConstants.of reads it; an accelerator with none (a measured host) gets no boundary.
         self.gpus_per_node = np.array([a.gpus_per_node or NO_NODE for a in accs])
         self.inter_node = np.array([a.inter_node_bytes_per_s or a.interconnect_bytes_per_s for a in accs])

@@ -61,6 +61,7 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "host_overlap": (0.0, 1.0),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
+MAX_CUSTOM_ALLREDUCE_GPUS = 72  # the largest NVLink domain sold (GB200 NVL72)
 SIZINGS = ("fixed", "trtllm-bench")
 MEMORY_BASES = ("total", "free")
 
@@ -139,6 +140,10 @@ class EngineProfile:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
                 raise VazaoError(f"engine {self.name}: {f} must be from {lo:g} to {hi:g}, got {v!r}")
+        v = self.custom_allreduce_gpus  # a profile file's value: a whole number of GPUs, at most one NVL72 domain
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_CUSTOM_ALLREDUCE_GPUS:
+            raise VazaoError(f"engine {self.name}: custom_allreduce_gpus must be a whole number from 0 to "
+                             f"{MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
@@ -220,8 +225,7 @@ class EngineProfile:
 
 
 _FIELDS = {f.name for f in fields(EngineProfile)}
-_VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "allreduce_latency_s",
-                                "gpu_memory_utilization"}
+_VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "gpu_memory_utilization"}
 
 
 def _version(text: Any, where: str) -> tuple[int, ...]:

@@ -415,7 +415,7 @@ class StepConstants(Generic[Num]):
                              acc.host_link_bytes_per_s,
                              narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
                              gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s,
-                             nvlink=1.0 if acc.interconnect.startswith("nvlink") else 0.0)
+                             nvlink=1.0 if acc.nvlink else 0.0)
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
