@@ -135,6 +135,9 @@ MAX_QUALITY_PROMPTS = 10_000  # prompts of one `vazao quality` run: each is two 
 MAX_QUALITY_COUNTS = 64  # named counts on one quality row (prompts, items, shots …: a handful in practice)
 MAX_TOP_LOGPROBS = 20  # alternatives per position: OpenAI's API accepts at most 20
 
+# ---- engine profile files (--profile) ------------------------------------------------------------------------
+MAX_CUSTOM_ALLREDUCE_GPUS = 72  # custom_allreduce_gpus: the largest NVLink domain sold (GB200 NVL72)
+
 # ---- owning hardware (cost own, plan --buy) ---------------------------------------------------------------
 MAX_PURCHASE_USD = 10_000_000  # one card's price: a DGX node is ~$300k, a single accelerator far less
 MIN_PUE, MAX_PUE = 1.0, 3.0  # total over IT power: 1 is the ideal, Uptime's worst surveyed sites are near 2.5

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from vazao import inputs
+from vazao import inputs, limits
 from vazao.catalog._load import load_yaml, norm
 from vazao.errors import NotFoundError, VazaoError
 
@@ -61,7 +61,6 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "host_overlap": (0.0, 1.0),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
-MAX_CUSTOM_ALLREDUCE_GPUS = 72  # the largest NVLink domain sold (GB200 NVL72)
 SIZINGS = ("fixed", "trtllm-bench")
 MEMORY_BASES = ("total", "free")
 
@@ -141,9 +140,9 @@ class EngineProfile:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
                 raise VazaoError(f"engine {self.name}: {f} must be from {lo:g} to {hi:g}, got {v!r}")
         v = self.custom_allreduce_gpus  # a profile file's value: a whole number of GPUs, at most one NVL72 domain
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_CUSTOM_ALLREDUCE_GPUS:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_CUSTOM_ALLREDUCE_GPUS:
             raise VazaoError(f"engine {self.name}: custom_allreduce_gpus must be a whole number from 0 to "
-                             f"{MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
+                             f"{limits.MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
