@@ -180,7 +180,11 @@ def run_fold(family: str, train, test, args):
     if args.values:
         stored = json.loads(Path(args.values).read_text())["families"][family]["values"]
     only = tuple(p for p in (args.params or "").split(",") if p)
-    values = fit(family, train, workers=args.workers, iters=args.iters, configs=args.configs, stored=stored,
+    fit_rows = train
+    if args.without_metric:  # a stage of a staged fit: these parameters see only the other metrics' rows
+        drop = set(args.without_metric.split(","))
+        fit_rows = [r for r in train if r.metric not in drop]
+    values = fit(family, fit_rows, workers=args.workers, iters=args.iters, configs=args.configs, stored=stored,
                  only=only)
     doc, entry, fitted, residuals = _with(family, values, train, path=tmp, workers=args.workers)
     final = EngineFit(family, None, values, len(train), loss_of(fitted, _row_weights(train)),
@@ -214,6 +218,8 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="store the fit (--split half only)")
     ap.add_argument("--params", help="fit only these (comma-separated, of FAMILY_PARAMS); the others keep the "
                                      "profile's values")
+    ap.add_argument("--without-metric", help="fit on the fitting half less these metrics' rows (e.g. ttft_ms: "
+                                             "the step-cost parameters from what times steps, not queues)")
     ap.add_argument("--values", help="a serving_fit.json: take each family's values from it instead of fitting "
                                      "(write a stored fit again, or score it)")
     args = ap.parse_args()

@@ -384,3 +384,38 @@ def test_every_multiplied_layout_in_the_serving_file_is_read_back_to_one_node():
     # 98 rows: DeepSeek-V3/R1 at tp 64 (moe_tp=8 moe_ep=8) and Qwen3-235B at tp 16 (moe_tp=4 moe_ep=4)
     assert len(multiplied) == 98
     assert all(r.gpu_count <= 8 and r.tp == r.gpu_count and r.moe_tp == 1 for r in multiplied)
+
+
+def test_an_aiconfigurator_row_runs_with_the_step_budget_its_generator_sets():
+    # aiconfigurator's generator: max_num_tokens = batch + isl + 1500 (cli/backends/trtllm.py of its first commit
+    # efcae124c, rule_plugin/trtllm.rule), rounded up to TensorRT-LLM's 32-token blocks: 4 + 1024 + 1500 = 2528
+    r = one(AIC_04398)
+    assert (r.step_tokens, r.step_tokens_cap) == (2528, False)
+    assert "max_num_tokens = batch 4 + input + 1500 = 2528" in said(r, "step budget")
+    # vLLM: --max-num-batched-tokens = batch + isl + 1500 (rule_plugin/vllm.rule), no rounding: 16 + 1024 + 1500
+    v = one(row_of(AIC_04398, engine="vllm", engine_version="", concurrency_or_batch="concurrency=16"))
+    assert (v.step_tokens, v.step_tokens_cap) == (2540, False)
+    # SGLang: --max-prefill-tokens = isl + 1500 (rule_plugin/sglang.rule), a cap on a step's prompt tokens
+    s = one(row_of(AIC_04398, engine="sglang", engine_version="0.5.9"))
+    assert (s.step_tokens, s.step_tokens_cap) == (2524, True)
+    # a budget the notes state is read as stated, with nothing assumed about it; another source's row keeps the
+    # profile's budget
+    stated = one(row_of(AIC_04398, notes="moe_tp=1 moe_ep=8 attention_dp=1; max_num_batched_tokens=8192"))
+    assert (stated.step_tokens, stated.step_tokens_cap) == (8192, False)
+    assert not any("step budget" in a for a in stated.assumed)
+    other = one(row_of(AIC_04398, source="a vendor's blog", gpu_count="8", tp="8"))
+    assert other.step_tokens is None and not any("step budget" in a for a in other.assumed)
+    bad = one(row_of(AIC_04398, notes="max_num_tokens=0"))
+    assert "max_num_tokens 0 out of range" in bad.reason
+
+
+def test_the_step_budget_reaches_the_simulation():
+    # the same closed loop of 8 prompts of 1,024 tokens: a budget of one prompt per step gets the first prompt
+    # its first token sooner than the 8,192 tokens of the profile, where all eight are prefilled in one step
+    line = row_of(AIC_04398, engine="vllm", engine_version="", model="Llama-3.1-8B", params_b="8",
+                  precision_weights="BF16", precision_kv_or_compute="bf16", gpu="H100-SXM-80GB", gpu_count="1",
+                  tp="1", source="a vendor's blog", concurrency_or_batch="concurrency=8", metric="ttft_ms",
+                  notes="aggregated serving at fixed concurrency 8")
+    default = predict(one(line)).value
+    small = predict(one(row_of(line, notes="max_num_batched_tokens=1032"))).value
+    assert small < 0.8 * default

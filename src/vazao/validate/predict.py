@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -141,7 +141,8 @@ _SIM_CACHE: dict[tuple, tuple] = {}
 
 def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
-            row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, requests)
+            row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, row.step_tokens,
+            row.step_tokens_cap, requests)
 
 
 def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
@@ -183,5 +184,8 @@ def _simulate(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     w = workload_from_dict({"name": row.id, "arrival": arrival, "prompt": row.input_len, "output": row.output_len,
                             "requests": requests, "seed": 1}, where=f"row {row.id}")
     cfg = SimConfig.from_engine(dep.engine, max_context=row.input_len + row.output_len + 1)
+    if row.step_tokens and cfg.chunked_prefill:  # the budget the deployment ran with (rows.py: _step_budget)
+        budget = min(cfg.max_num_batched_tokens, row.step_tokens) if row.step_tokens_cap else row.step_tokens
+        cfg = replace(cfg, max_num_batched_tokens=budget)
     res = simulate(dep, w, cfg)
     return res.summary, res.completed, res.mean_batch

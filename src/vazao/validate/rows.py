@@ -11,8 +11,9 @@ uncertain precision ('FP8?'), a GPU whose form factor is not stated (the SXM var
 pp (from the notes, or gpu_count / pp), lengths a dataset defines ('ShareGPT (variable)': the dataset's
 published mean, catalog/data/datasets.yaml), MLPerf's server scenario (Poisson arrivals at the target
 QPS), 'output_tok_s' (read as the total over all GPUs), the serving file's 'gemm=X moe=Y' (the KV dtype
-is not stated: the engine's default) and its expert/attention data parallel layout (approximated as
-tensor parallel). strict=True refuses every such row instead, with the reading it would have needed."""
+is not stated: the engine's default), its expert/attention data parallel layout (approximated as
+tensor parallel) and the step budget its runs were launched with (aiconfigurator's generator: batch + input +
+1,500 tokens). strict=True refuses every such row instead, with the reading it would have needed."""
 
 from __future__ import annotations
 
@@ -90,6 +91,11 @@ class MeasuredRow:
     moe_tp: int | None = None
     moe_ep: int | None = None
     attention_dp: int | None = None
+    # the engine's per-step token budget the deployment ran with, where the row states it or its source's
+    # deployment generator sets it (None: the profile's); step_tokens_cap: it caps a step's new prompt tokens
+    # below the engine's own chunk (SGLang's --max-prefill-tokens) rather than replacing the budget
+    step_tokens: int | None = None
+    step_tokens_cap: bool = False
 
 
 @dataclass(frozen=True)
@@ -442,6 +448,46 @@ def _kv(text: str, weights: str, notes: list[str]) -> tuple[str, str]:
     return text, weights
 
 
+_BUDGET = re.compile(r"\b(max[_-]num[_-]batched[_-]tokens|max[_-]num[_-]tokens|max[_-]prefill[_-]tokens)\s*[=:]\s*"
+                     r"(\d+)\b", re.I)
+# aiconfigurator's deployment generator, which launched the serving file's runs: an aggregated worker's step
+# budget is its batch + the input length + 1,500 tokens (TensorRT-LLM: max_num_tokens, rounded up to its
+# 32-token KV blocks; vLLM: --max-num-batched-tokens), SGLang's --max-prefill-tokens the input length + 1,500
+# (ai-dynamo/aiconfigurator: src/aiconfigurator/cli/backends/trtllm.py of its first commit, efcae124c;
+# generator/rule_plugin/{trtllm,vllm,sglang}.rule since 95ddf241a). The batch is the concurrency.
+_AIC_MARGIN_TOKENS = 1500
+_AIC_BLOCK_TOKENS = 32
+
+
+def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
+                 notes: list[str]) -> tuple[int | None, bool]:
+    """(step tokens, whether they only cap the prompt tokens of a step) the deployment ran with: stated in the
+    notes (max_num_batched_tokens=N, max_num_tokens=N, max_prefill_tokens=N), else, for a closed-loop row of
+    aiconfigurator's silicon sample, what its generator sets (noted); (None, False): the profile's."""
+    m = _BUDGET.search(d.get("notes") or "")
+    if m:
+        n = int(m.group(2))
+        if not 1 <= n <= limits.MAX_MODEL_CONTEXT:
+            raise VazaoError(f"{m.group(1)} {n} out of range (1 to {limits.MAX_MODEL_CONTEXT})")
+        return n, "prefill" in m.group(1).lower()
+    src = (d.get("source") or "").lower()
+    if "aiconfigurator" not in src or "silicon_sample" not in src or condition.kind != "concurrency":
+        return None, False
+    batch = int(condition.value)
+    if family == "sglang":
+        n = input_len + _AIC_MARGIN_TOKENS
+        _note(notes, f"step budget not stated: aiconfigurator's generated SGLang deployment, --max-prefill-tokens "
+                     f"= input + {_AIC_MARGIN_TOKENS} = {n}")
+        return n, True
+    n = batch + input_len + _AIC_MARGIN_TOKENS
+    if family == "trtllm":
+        n = -(-n // _AIC_BLOCK_TOKENS) * _AIC_BLOCK_TOKENS
+    flag = "max_num_tokens" if family == "trtllm" else "--max-num-batched-tokens"
+    _note(notes, f"step budget not stated: aiconfigurator's generated {family} deployment, {flag} = batch "
+                 f"{batch} + input + {_AIC_MARGIN_TOKENS} = {n}")
+    return n, False
+
+
 def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     notes: list[str] = []
     metric = d["metric"].strip()
@@ -477,6 +523,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     if how:
         _note(notes, how)
     value = _positive(_number(d["value"], "value", notes), "value", 1e12)
+    step_tokens, step_cap = _step_budget(d, family, input_len, condition, notes)
     if strict and notes:
         more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
         raise VazaoError(f"strict: the row needs a reading it does not state: {notes[0]}{more}", parameter="strict")
@@ -488,7 +535,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
         input_len=input_len, output_len=output_len, condition=condition, metric=metric, value=value,
         median="median" in low and "mean" not in low, source=(d.get("source") or "").strip(),
         assumed=tuple(notes), moe_tp=layout.get("moe_tp"), moe_ep=layout.get("moe_ep"),
-        attention_dp=layout.get("attention_dp"),
+        attention_dp=layout.get("attention_dp"), step_tokens=step_tokens, step_tokens_cap=step_cap,
     )
 
 
