@@ -162,3 +162,19 @@ def test_fit_on_a_miss_says_what_would_fit():
     assert d["fits"] is False and d["fits_instead"][0]["count"] == 2
     d = json.loads(CliRunner().invoke(app, ["fit", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]).stdout)
     assert "fits_instead" not in d
+
+
+def test_a_shape_the_estimate_ranked_first_that_misses_does_not_end_the_search():
+    # Llama-3.1-8B FP8 on L4 at 1 req/s: the closed-form estimate ties two tp1 replicas with one tp2 pair
+    # ($1.32/Mtok each) and the tie goes to tp1, whose simulated TPOT meets 50 ms by the prediction but not at
+    # its band's edge; with one shape simulated the search used to stop there with "no deployment meets"
+    # while tp2 meets. It simulates on until one meets: the same winner as when every shape is simulated.
+    base = ["plan", "--models", "llama-3.1-8b", "--gpus", "l4", "--formats", "fp8", "--traffic", "1/s",
+            "--requests", "60", "--workers", "1", "--json"]
+    one = CliRunner().invoke(app, base + ["--simulate-top", "1"])
+    every = CliRunner().invoke(app, base + ["--simulate-top", "4"])
+    assert one.exit_code == every.exit_code == 0, one.output
+    d1, d4 = json.loads(one.stdout), json.loads(every.stdout)
+    w1, w4 = d1["candidates"][d1["winner"]], d4["candidates"][d4["winner"]]  # "winner": its index
+    assert (w1["tp"], w1["replicas"], w1["usd_per_mtok"]) == (w4["tp"], w4["replicas"], w4["usd_per_mtok"])
+    assert w1["meets_slo"] and w1["source"] == "simulated"

@@ -51,6 +51,8 @@ def test_a_long_prompt_is_prefilled_in_budget_sized_chunks(h100_8b):
     rec = simulate(h100_8b, closed(1, prompt, 2, 1)).records()[0]
     chunks = [(8192, 0, False), (8192, 8192, False), (prompt - 16384, 16384, True)]  # logits on the last
     expected = sum(step_cost(h100_8b, BatchShape.from_sequences([c])).time_s for c in chunks)
+    # plus the engine's fixed cost per request (front end, tokenisation), paid once before its first token
+    expected += h100_8b.engine.request_overhead_s
     assert rec.ttft_s == pytest.approx(expected, rel=1e-12)
 
 

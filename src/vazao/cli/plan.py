@@ -76,7 +76,8 @@ def plan_cmd(
     quality_file: Path | None = typer.Option(None, "--quality", help="Quality rows (vazao quality -o) used "
                                              "before the catalog's for their family and format."),
     requests: int = typer.Option(400, "--requests", help="Simulated requests per deployment."),
-    simulate_top: int = typer.Option(48, "--simulate-top", help="Deployments simulated, cheapest estimate first."),
+    simulate_top: int = typer.Option(48, "--simulate-top", help="Deployments simulated, cheapest estimate first "
+                                     "(as many more, twice at most, while none meets the SLO)."),
     emit: str | None = typer.Option(None, "--emit", help="Print the winner's launch command for this engine "
                                                          "(vllm, sglang, llama.cpp, trtllm)."),
     emit_dir: Path | None = typer.Option(None, "--emit-dir", help="Write the winner's serve.sh, compose.yaml, "

@@ -1,7 +1,8 @@
 """The search: screen every shape, simulate the most promising, rank, find the Pareto front.
 
 Screening is closed-form and cheap (every shape, in this process). Simulation is the cost: only the
-`simulate_top` shapes with the lowest estimated $/Mtok are simulated, across local processes (the
+`simulate_top` shapes with the lowest estimated $/Mtok are simulated (as many more, up to EXTRA_ROUNDS times,
+while none of them meets the SLO), across local processes (the
 standard library) or a Ray cluster (`backend="ray"`, the optional extra); the rest are listed with
 their estimates and marked `analytic`. Ranking (cost objective): shapes that meet the SLO (band edge
 within every limit) first, then marginal ones, then misses, each by $/month; the throughput objective
@@ -162,6 +163,9 @@ def pareto_front(cands: Sequence[Candidate]) -> tuple[Candidate, ...]:
     return tuple(sorted(front, key=lambda c: c.usd_per_mtok))
 
 
+EXTRA_ROUNDS = 2  # rounds of simulate_top more shapes when none simulated meets the SLO
+
+
 def run_plan(inp: PlanInputs, *, workers: int | None = None, backend: str = "local", address: str | None = None,
              fallback_local: bool = False, progress: Progress | None = None) -> PlanResult:
     """Search `inp`; with backend="ray", `fallback_local` runs the simulations locally when the cluster
@@ -181,22 +185,34 @@ def run_plan(inp: PlanInputs, *, workers: int | None = None, backend: str = "loc
     else:
         screened.sort(key=lambda s: (s.estimate_usd_per_mtok, s.shape))
     chosen, rest = screened[:inp.simulate_top], screened[inp.simulate_top:]
-    jobs = [(s, inp, lengths) for s in chosen]
     used = backend
-    if backend == "ray":
-        from vazao.plan.ray_backend import BackendUnavailable, map_ray
+    cands: list[Candidate] = []
+    # The estimate ranks by the prediction; the judgement holds the simulated run to its band's edge. When none
+    # of the shapes simulated meets the SLO so judged, the next ones by the estimate are simulated in turn (as
+    # many again each round) until one does or none is left: an estimate that ties or errs must not end the
+    # search with "no deployment meets" while a shape it ranked lower would. At most EXTRA_ROUNDS more rounds:
+    # a search where nothing meets stays bounded.
+    rounds = 0
+    while chosen:
+        rounds += 1
+        jobs = [(s, inp, lengths) for s in chosen]
+        if used == "ray":
+            from vazao.plan.ray_backend import BackendUnavailable, map_ray
 
-        try:
-            results = map_ray(_simulate_one, jobs, address=address, progress=progress)
-        except BackendUnavailable as exc:
-            if not fallback_local:
-                raise
-            used = f"local (ray unavailable: {exc})"
+            try:
+                results = map_ray(_simulate_one, jobs, address=address, progress=progress)
+            except BackendUnavailable as exc:
+                if not fallback_local:
+                    raise
+                used = f"local (ray unavailable: {exc})"
+                results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
+        else:
             results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
-    else:
-        results = _map_local(jobs, workers or os.cpu_count() or 1, progress)
-    cands = [r for r in results if isinstance(r, Candidate)]
-    pruned += [r for r in results if isinstance(r, Pruned)]
+        cands += [r for r in results if isinstance(r, Candidate)]
+        pruned += [r for r in results if isinstance(r, Pruned)]
+        if inp.objective == "throughput" or any(c.meets_slo for c in cands) or rounds > EXTRA_ROUNDS:
+            break
+        chosen, rest = rest[:inp.simulate_top], rest[inp.simulate_top:]
     cands += _disagg(cands, inp, lengths, workers or os.cpu_count() or 1)
     cands += [analytic_candidate(s, inp) for s in rest]
     cands.sort(key=_throughput_key if inp.objective == "throughput" else _rank_key)
