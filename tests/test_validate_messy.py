@@ -391,7 +391,7 @@ def test_an_aiconfigurator_row_runs_with_the_step_budget_its_generator_sets():
     # efcae124c, rule_plugin/trtllm.rule), rounded up to TensorRT-LLM's 32-token blocks: 4 + 1024 + 1500 = 2528
     r = one(AIC_04398)
     assert (r.step_tokens, r.step_tokens_cap) == (2528, False)
-    assert "max_num_tokens = batch 4 + input + 1500 = 2528" in said(r, "step budget")
+    assert "max_num_tokens = batch (the concurrency) + input + 1500, rounded up to 32" in said(r, "step budget")
     # vLLM: --max-num-batched-tokens = batch + isl + 1500 (rule_plugin/vllm.rule), no rounding: 16 + 1024 + 1500
     v = one(row_of(AIC_04398, engine="vllm", engine_version="", concurrency_or_batch="concurrency=16"))
     assert (v.step_tokens, v.step_tokens_cap) == (2540, False)

@@ -476,15 +476,17 @@ def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
     batch = int(condition.value)
     if family == "sglang":
         n = input_len + _AIC_MARGIN_TOKENS
+        # one wording per engine, the row's own figure left out: the summary counts the rows of each reading
         _note(notes, f"step budget not stated: aiconfigurator's generated SGLang deployment, --max-prefill-tokens "
-                     f"= input + {_AIC_MARGIN_TOKENS} = {n}")
+                     f"= input + {_AIC_MARGIN_TOKENS}")
         return n, True
     n = batch + input_len + _AIC_MARGIN_TOKENS
     if family == "trtllm":
         n = -(-n // _AIC_BLOCK_TOKENS) * _AIC_BLOCK_TOKENS
     flag = "max_num_tokens" if family == "trtllm" else "--max-num-batched-tokens"
     _note(notes, f"step budget not stated: aiconfigurator's generated {family} deployment, {flag} = batch "
-                 f"{batch} + input + {_AIC_MARGIN_TOKENS} = {n}")
+                 f"(the concurrency) + input + {_AIC_MARGIN_TOKENS}"
+                 + (f", rounded up to {_AIC_BLOCK_TOKENS}" if family == "trtllm" else ""))
     return n, False
 
 
