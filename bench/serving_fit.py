@@ -203,7 +203,8 @@ def run_fold(family: str, train, test, args):
     fitted = predict_rows(train, profile_path=str(tmp), workers=args.workers)
     tmp.unlink(missing_ok=True)
     return doc, {"values": {k: round(v, 9) for k, v in values.items()}, "fitting_half": _figures(fitted),
-                 "held_out": _figures(held), "seconds": round(time.perf_counter() - t0, 1)}
+                 "held_out": _figures(held), "fit_configs": args.configs, "iters": args.iters,
+                 "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def main() -> int:
