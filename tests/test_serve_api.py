@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from _jobs import ended
 from vazao.serve.server import make_server
 
 SECRET = "vazao-test-secret-7f3a9c"
@@ -221,8 +222,7 @@ def test_a_job_runs_streams_and_is_cancelled(server):
     got = json.loads(request(server, "GET", f"/api/jobs/{job}")[2])
     assert got["state"] == "cancelled"
     j = server.app.jobs.get(job)
-    j.proc.join(30)
-    assert not j.proc.is_alive()
+    assert ended(j.proc)
     checked_error(*request(server, "GET", f"/api/jobs/{job}/report"))
 
 
