@@ -177,8 +177,11 @@ def run_fold(family: str, train, test, args):
     t0 = time.perf_counter()
     tmp = HERE / "results" / ".serving_fit_profiles.yaml"
     stored = None
-    if args.values:
-        stored = json.loads(Path(args.values).read_text())["families"][family]["values"]
+    made = {"fit_configs": args.configs, "iters": args.iters}
+    if args.values:  # the stored fit's values, and how they were fitted (not this run's defaults)
+        source = json.loads(Path(args.values).read_text())["families"][family]
+        stored = source["values"]
+        made = {k: source.get(k, v) for k, v in made.items()}
     only = tuple(p for p in (args.params or "").split(",") if p)
     fit_rows = train
     if args.without_metric:  # a stage of a staged fit: these parameters see only the other metrics' rows
@@ -203,7 +206,7 @@ def run_fold(family: str, train, test, args):
     fitted = predict_rows(train, profile_path=str(tmp), workers=args.workers)
     tmp.unlink(missing_ok=True)
     return doc, {"values": {k: round(v, 9) for k, v in values.items()}, "fitting_half": _figures(fitted),
-                 "held_out": _figures(held), "fit_configs": args.configs, "iters": args.iters,
+                 "held_out": _figures(held), **made,
                  "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -419,3 +419,44 @@ def test_the_step_budget_reaches_the_simulation():
     default = predict(one(line)).value
     small = predict(one(row_of(line, notes="max_num_batched_tokens=1032"))).value
     assert small < 0.8 * default
+
+
+# aic-02145 of published-serving.csv: SGLang 0.5.9, DeepSeek-R1 FP8 on 8x H200, 1024/1024 at concurrency 64,
+# its source naming the measurement date (measured=2026-03-25T16:34:14Z)
+AIC_02145 = ('aic-02145,"ai-dynamo/aiconfigurator silicon_sample.csv row '
+             '2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c64_tp8_0_ep1_0_256 '
+             '(source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=64; '
+             'measured=2026-03-25T16:34:14Z; wip=False; image=lmsysorg/sglang:v0.5.9-cu130)",'
+             'sglang,0.5.9,DeepSeek-R1,671,FP8,gemm=fp8 moe=fp8_block,H200-SXM-141GB,8,8,1,1024,1024,'
+             'concurrency=64,ttft_ms,418.6534033193311,aggregated serving at fixed concurrency 64; moe_tp=8 '
+             'moe_ep=1 attention_dp=1; mean over the run as dumped by aiconfigurator\n')
+
+
+def test_an_sglang_row_measured_after_the_generator_turned_on_mixed_chunks_runs_with_them():
+    # aiconfigurator's generator passes --enable-mixed-chunk to an aggregated SGLang worker since 2026-01-19
+    # (07a377923, rule_plugin/sglang.rule); the row was measured on 2026-03-25
+    r = one(AIC_02145)
+    assert r.mixed_chunks
+    assert "--enable-mixed-chunk (since 2026-01-19" in said(r, "mixed chunks")
+    assert "strict: the row needs a reading" in str(one(AIC_02145, strict=True))
+    # measured before that date, or its date not given: SGLang's default, nothing assumed about it
+    for source in (AIC_02145.split(",")[1].replace("2026-03-25T", "2026-01-18T"),
+                   "ai-dynamo/aiconfigurator silicon_sample.csv row x (source_file=y.csv)"):
+        early = one(row_of(AIC_02145, source=source.strip('"')))
+        assert not early.mixed_chunks and not any("mixed chunks" in a for a in early.assumed)
+    # another engine's row of the same date: no such flag
+    assert not one(row_of(AIC_02145, engine="trtllm", engine_version="1.1.0")).mixed_chunks
+    # stated in the notes, either way, read as stated
+    on = one(row_of(AIC_02145, source="a vendor's blog", notes="moe_tp=8 moe_ep=1; --enable-mixed-chunk"))
+    assert on.mixed_chunks and not any("mixed chunks" in a for a in on.assumed)
+    off = one(row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=false"))
+    assert not off.mixed_chunks
+
+
+def test_mixed_chunks_reach_the_simulation():
+    # 64 clients of 1,024-token prompts, every one arriving at once in the first round: prefill first, the
+    # prompts already prefilled wait for the rest before their next token; mixed, they decode alongside, finish
+    # apart and come back apart, so the rounds after the first queue less for their first token
+    first = one(row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=false"))
+    mixed = one(AIC_02145)
+    assert predict(mixed).value < 0.8 * predict(first).value

@@ -142,7 +142,7 @@ _SIM_CACHE: dict[tuple, tuple] = {}
 def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
             row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, row.step_tokens,
-            row.step_tokens_cap, requests)
+            row.step_tokens_cap, row.mixed_chunks, requests)
 
 
 def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
@@ -187,5 +187,7 @@ def _simulate(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     if row.step_tokens and cfg.chunked_prefill:  # the budget the deployment ran with (rows.py: _step_budget)
         budget = min(cfg.max_num_batched_tokens, row.step_tokens) if row.step_tokens_cap else row.step_tokens
         cfg = replace(cfg, max_num_batched_tokens=budget)
+    if row.mixed_chunks:  # prompts ride in the decodes' step, within the same budget (rows.py: _mixed_chunks)
+        cfg = replace(cfg, prefill_priority=False)
     res = simulate(dep, w, cfg)
     return res.summary, res.completed, res.mean_batch

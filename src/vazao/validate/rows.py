@@ -96,6 +96,9 @@ class MeasuredRow:
     # below the engine's own chunk (SGLang's --max-prefill-tokens) rather than replacing the budget
     step_tokens: int | None = None
     step_tokens_cap: bool = False
+    # prompts prefilled in the same step as the running decodes (SGLang --enable-mixed-chunk), where the row
+    # states it or its source's generator passed it; False: the profile's scheduling
+    mixed_chunks: bool = False
 
 
 @dataclass(frozen=True)
@@ -490,6 +493,31 @@ def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
     return n, False
 
 
+_MIXED = re.compile(r"(enable[_-]mixed[_-]chunks?|mixed[_-]chunks?)\s*(?:[=:]\s*(true|false|1|0|on|off))?", re.I)
+_MEASURED_ON = re.compile(r"\bmeasured=(\d{4})-(\d{2})-(\d{2})")
+# aiconfigurator's generator has passed --enable-mixed-chunk to an aggregated SGLang worker since 2026-01-19
+# (ai-dynamo/aiconfigurator 07a377923, generator/rule_plugin/sglang.rule: `agg enable_mixed_chunk = true`):
+# a prefill batch then runs with the running decodes instead of before them. A row measured earlier, or whose
+# date its source does not give, keeps SGLang's default (prefill first).
+_AIC_MIXED_SINCE = (2026, 1, 19)
+
+
+def _mixed_chunks(d: dict, family: str, condition: Condition, notes: list[str]) -> bool:
+    m = _MIXED.search(d.get("notes") or "")
+    if m:
+        return (m.group(2) or "true").lower() in ("true", "1", "on")
+    src = d.get("source") or ""
+    when = _MEASURED_ON.search(src)
+    if (family != "sglang" or condition.kind != "concurrency" or when is None
+            or "aiconfigurator" not in src.lower() or "silicon_sample" not in src.lower()):
+        return False
+    if tuple(int(x) for x in when.groups()) < _AIC_MIXED_SINCE:
+        return False
+    _note(notes, "mixed chunks not stated: aiconfigurator's generated SGLang deployment passes "
+                 "--enable-mixed-chunk (since 2026-01-19; the row's measurement date is later)")
+    return True
+
+
 def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     notes: list[str] = []
     metric = d["metric"].strip()
@@ -526,6 +554,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
         _note(notes, how)
     value = _positive(_number(d["value"], "value", notes), "value", 1e12)
     step_tokens, step_cap = _step_budget(d, family, input_len, condition, notes)
+    mixed = _mixed_chunks(d, family, condition, notes)
     if strict and notes:
         more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
         raise VazaoError(f"strict: the row needs a reading it does not state: {notes[0]}{more}", parameter="strict")
@@ -538,6 +567,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
         median="median" in low and "mean" not in low, source=(d.get("source") or "").strip(),
         assumed=tuple(notes), moe_tp=layout.get("moe_tp"), moe_ep=layout.get("moe_ep"),
         attention_dp=layout.get("attention_dp"), step_tokens=step_tokens, step_tokens_cap=step_cap,
+        mixed_chunks=mixed,
     )
 
 
