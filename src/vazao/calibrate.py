@@ -21,13 +21,15 @@ if TYPE_CHECKING:
 
 FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "narrow_compute_efficiency",
               "moe_efficiency", "moe_memory_efficiency", "comm_efficiency", "compute_ramp_tokens",
+              "moe_width_ramp_cols",
               "stream_ceiling_bytes_per_s",
               "compute_ceiling_flops", "attention_compute_efficiency", "roofline_overlap", "pipeline_bubble",
               "dequant_factor", "step_overhead_s", "per_sequence_overhead_s", "host_overlap",
               "request_overhead_s")
 # a parameter at 0 is searched from this value up (multiplicative steps cannot leave 0)
-_FLOOR = {"compute_ramp_tokens": 16.0, "pipeline_bubble": 0.05, "stream_ceiling_bytes_per_s": 5e12,
-          "compute_ceiling_flops": 4e14, "step_overhead_s": 1e-4, "dequant_factor": 0.05,
+_FLOOR = {"compute_ramp_tokens": 16.0, "moe_width_ramp_cols": 32.0, "pipeline_bubble": 0.05,
+          "stream_ceiling_bytes_per_s": 5e12, "compute_ceiling_flops": 4e14, "step_overhead_s": 1e-4,
+          "dequant_factor": 0.05,
           "request_overhead_s": 1e-3, "per_sequence_overhead_s": 1e-7,
           "host_overlap": 0.5}
 # searched as their inverse (scale / value): 1 means a 1 TB/s or 1 PFLOP/s ceiling

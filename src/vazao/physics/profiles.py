@@ -33,6 +33,10 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     "moe_memory_efficiency": (0.05, 1.0),
     "comm_efficiency": (0.02, 1.0),  # achieved share of the link bandwidth in all-reduce
     "compute_ramp_tokens": (0.0, 8192.0),  # tokens in a GEMM at which it reaches half its efficiency
+    # columns of an expert's shard (its intermediate size over the TP ranks) at which a grouped expert GEMM
+    # reaches half of moe_efficiency: tensor parallelism cuts every expert into narrower GEMMs (Qwen3-235B's
+    # 1,536 columns are 192 at tp 8), with fewer tiles per expert and the same fixed cost per tile
+    "moe_width_ramp_cols": (0.0, 8192.0),
     # the streaming rate an engine's kernels saturate at whatever the memory (Little's law: bytes in flight
     # over latency); combined harmonically with memory_efficiency × peak. 0: no ceiling
     "stream_ceiling_bytes_per_s": (0.0, 1e14),
@@ -93,6 +97,7 @@ class EngineProfile:
     moe_memory_efficiency: float = 1.0
     comm_efficiency: float = 1.0
     compute_ramp_tokens: float = 0.0
+    moe_width_ramp_cols: float = 0.0
     stream_ceiling_bytes_per_s: float = 0.0
     compute_ceiling_flops: float = 0.0
     attention_compute_efficiency: float = 1.0
@@ -216,7 +221,7 @@ class EngineProfile:
             per_sequence_overhead_s=0.0, allreduce_latency_s=0.0, gpu_memory_utilization=1.0,
             reserved_bytes=0.0, activation_workspace=False, attention_efficiency=1.0,
             narrow_compute_efficiency=1.0, moe_efficiency=1.0, moe_memory_efficiency=1.0, comm_efficiency=1.0,
-            compute_ramp_tokens=0.0,
+            compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             pipeline_bubble=0.0,
             request_overhead_s=0.0, memory_basis="total",

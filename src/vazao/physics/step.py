@@ -5,8 +5,9 @@ The one cost model both the analytic estimates and the simulator call. A step is
 computed per tensor-parallel rank. Efficiencies are the engine profile's: a GEMM over n tokens reaches
 n / (n + compute_ramp_tokens) of its large-GEMM efficiency (short prompts, and experts that see few
 tokens each, never reach the peak), 8- and 4-bit tensor cores reach narrow_compute_efficiency of it,
-grouped expert GEMMs moe_efficiency (and stream routed experts' weights at moe_memory_efficiency of the
-dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
+grouped expert GEMMs moe_efficiency (c / (c + moe_width_ramp_cols) of it where tensor parallelism leaves
+each expert c intermediate columns per rank; and stream routed experts' weights at moe_memory_efficiency of
+the dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
 and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
 over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs.
 """
@@ -158,6 +159,7 @@ class ShardConstants:
     allreduces_per_step: int
     pp_hops: int
     hidden_bytes_per_token: float
+    expert_shard_cols: float = 0.0  # one routed expert's intermediate columns on this rank (0: no experts)
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -205,6 +207,7 @@ class ShardConstants:
             allreduces_per_step=2 * m.num_layers if tp > 1 else 0,
             pp_hops=dep.pp - 1,
             hidden_bytes_per_token=m.hidden_size * ACT_BYTES,
+            expert_shard_cols=m.moe_intermediate_size / tp if m.is_moe else 0.0,
         )
         return out
 
@@ -366,6 +369,9 @@ class StepConstants(Generic[Num]):
         self.attn_eff = eng.compute_efficiency * eng.attention_compute_efficiency
         self.bubble = eng.pipeline_bubble * (pp - 1) / pp if (pp > 1 and eng.pipeline_microbatches) else 0.0
         self.expert_eff = self.matmul_eff * eng.moe_efficiency
+        if eng.moe_width_ramp_cols and shard.expert_shard_cols:  # narrower expert shards, less of the peak
+            cols = shard.expert_shard_cols
+            self.expert_eff = self.expert_eff * cols / (cols + eng.moe_width_ramp_cols)
         self.unhidden = 1.0 - eng.roofline_overlap
         self.ramp_tokens = eng.compute_ramp_tokens
         self.dequant_factor = eng.dequant_factor
