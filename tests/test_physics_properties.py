@@ -74,6 +74,30 @@ def test_mapping_proxy_is_preserved_by_replace():
     assert isinstance(replace(acc, memory_bandwidth_bytes_per_s=1.0).peak_flops, MappingProxyType)
 
 
+def test_narrow_expert_shards_slow_only_the_routed_experts_gemms():
+    # an expert of Qwen3-235B has 1,536 intermediate columns (its config.json: moe_intermediate_size): 384 per
+    # rank at tp 4, 192 at tp 8. With moe_width_ramp_cols r its GEMMs run at c / (c + r) of moe_efficiency, so
+    # the routed experts' compute time grows by (c + r) / c and nothing else moves (physics/step.py)
+    from vazao.physics.step import StepConstants, step_work
+
+    shape = BatchShape.prefill(1, 8192)
+    for tp, cols in ((4, 384), (8, 192)):
+        base = make_deployment("qwen3-235b-a22b", "h200-sxm", "fp8", strict=False, engine="vllm", tp=tp, count=tp)
+        off = replace(base, engine=replace(base.engine, moe_width_ramp_cols=0.0, compute_ramp_tokens=0.0))
+        on = replace(off, engine=replace(off.engine, moe_width_ramp_cols=256.0))
+        c_off, c_on = StepConstants.of(off), StepConstants.of(on)
+        assert c_on.shard.expert_shard_cols == cols
+        assert c_on.expert_eff == pytest.approx(c_off.expert_eff * cols / (cols + 256.0), rel=1e-12)
+        assert (c_on.matmul_eff, c_on.memory_eff) == (c_off.matmul_eff, c_off.memory_eff)
+        w = step_work(c_on.shard, shape)
+        extra = w.expert_flops / (c_on.matmul_peak * c_off.expert_eff) * 256.0 / cols
+        assert step_cost(on, shape).compute_s - step_cost(off, shape).compute_s == pytest.approx(extra, rel=1e-9)
+    # a dense model has no experts to narrow
+    dense = make_deployment("llama-3.1-70b", "h200-sxm", "fp8", strict=False, engine="vllm", tp=8, count=8)
+    ramped = replace(dense, engine=replace(dense.engine, moe_width_ramp_cols=256.0))
+    assert step_cost(ramped, shape) == step_cost(dense, shape)
+
+
 def test_moe_memory_efficiency_slows_only_the_routed_experts_reads():
     # the routed experts' weights stream at moe_memory_efficiency of the dense rate; a dense model, the KV
     # cache and the dense layers of a MoE model are untouched (physics/step.py, roofline)
