@@ -462,6 +462,12 @@ _AIC_MARGIN_TOKENS = 1500
 _AIC_BLOCK_TOKENS = 32
 
 
+def _aic_closed_loop(d: dict, condition: Condition) -> bool:
+    """A fixed-concurrency row of aiconfigurator's silicon sample: a run its deployment generator launched."""
+    src = (d.get("source") or "").lower()
+    return "aiconfigurator" in src and "silicon_sample" in src and condition.kind == "concurrency"
+
+
 def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
                  notes: list[str]) -> tuple[int | None, bool]:
     """(step tokens, whether they only cap the prompt tokens of a step) the deployment ran with: stated in the
@@ -473,8 +479,7 @@ def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
         if not 1 <= n <= limits.MAX_MODEL_CONTEXT:
             raise VazaoError(f"{m.group(1)} {n} out of range (1 to {limits.MAX_MODEL_CONTEXT})")
         return n, "prefill" in m.group(1).lower()
-    src = (d.get("source") or "").lower()
-    if "aiconfigurator" not in src or "silicon_sample" not in src or condition.kind != "concurrency":
+    if not _aic_closed_loop(d, condition):
         return None, False
     batch = int(condition.value)
     if family == "sglang":
@@ -506,10 +511,8 @@ def _mixed_chunks(d: dict, family: str, condition: Condition, notes: list[str]) 
     m = _MIXED.search(d.get("notes") or "")
     if m:
         return (m.group(2) or "true").lower() in ("true", "1", "on")
-    src = d.get("source") or ""
-    when = _MEASURED_ON.search(src)
-    if (family != "sglang" or condition.kind != "concurrency" or when is None
-            or "aiconfigurator" not in src.lower() or "silicon_sample" not in src.lower()):
+    when = _MEASURED_ON.search(d.get("source") or "")
+    if family != "sglang" or when is None or not _aic_closed_loop(d, condition):
         return False
     if tuple(int(x) for x in when.groups()) < _AIC_MIXED_SINCE:
         return False
