@@ -11,7 +11,10 @@ commands); `--iters 0` re-scores the profile's current values; `--values FILE` t
 from a serving_fit.json instead of fitting. Results: bench/results/serving_fit.json. `--split gpu` and
 `--split model-family` leave each GPU (H100 ↔ H200) or model family out of the fit in turn and predict it:
 how far the fit extrapolates and whether its bands, widened for what the fit never saw, hold there
-(bench/results/serving_fit_gpu.json, serving_fit_model-family.json).
+(bench/results/serving_fit_gpu.json, serving_fit_model-family.json). `--release 1.0` fits one release's
+`versions` entry on that release's rows alone; `--release base` fits the base values on the rows of every
+release without an entry of its own and of none stated (TensorRT-LLM's 1.1–1.3 and unstated rows: its
+shipped base), leaving each entry with the values it ran with.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ def fit(family: str, train, *, workers: int, iters: int, configs: int = FIT_CONF
     if stored is not None:
         return dict(stored)
     start = get_engine(family)
+    if RELEASE.get(family):  # a release's own entry: start from the values that release runs with
+        start = start.at_version(RELEASE[family])
     params = [p for p in (only or FAMILY_PARAMS) if p not in MOE_PARAMS or any(_moe(r) for r in train)]
     values = {p: getattr(start, p) for p in params}
     if iters <= 0:
@@ -121,11 +126,21 @@ def _with(family: str, values, residual_rows, *, path: Path, workers: int):
 
     doc = yaml.safe_load(CALIBRATION.read_text())
     entry = doc["engines"].setdefault(family, {})
-    entry.update({k: float(v) for k, v in values.items()})
-    for v in entry.get("versions") or ():
-        if str(v.get("min_version")) == "1.0":
-            v.update({k: float(x) for k, x in values.items()})
+    release = RELEASE.get(family, ())
+    own = _release_entry(entry, release) if release else None
+    if own is not None:  # one release's entry: its values change, the base and the other releases keep theirs
+        own.update({k: float(v) for k, v in values.items()})
+    elif release == ():  # the base (releases without an entry): the others keep what they ran with
+        for v in entry.get("versions") or ():
+            v.update({k: v.get(k, entry.get(k)) for k in values if k in entry or k in v})
+        entry.update({k: float(v) for k, v in values.items()})
+    else:  # every 1.x release alike (the fit before releases were split)
+        entry.update({k: float(v) for k, v in values.items()})
+        for v in entry.get("versions") or ():
+            if str(v.get("min_version")) == "1.0":
+                v.update({k: float(x) for k, x in values.items()})
     old = entry.pop("calibration", None) or {}
+    _OLD_CALIBRATION[family] = old
     _RELEASES[family] = old.get("versions")  # the releases fitted on other rows keep their own residuals
     path.write_text(yaml.safe_dump(_as_profiles(doc, family), sort_keys=False))
     fitted = predict_rows(residual_rows, profile_path=str(path), workers=workers)
@@ -133,6 +148,28 @@ def _with(family: str, values, residual_rows, *, path: Path, workers: int):
 
 
 _RELEASES: dict = {}
+_OLD_CALIBRATION: dict = {}
+# --release: per family, the release whose own `versions` entry the fit writes (a tuple such as (1, 0)),
+# () for the base values that every release without an entry runs with; absent: all 1.x releases alike
+RELEASE: dict = {}
+
+
+def _release_entry(entry, release: tuple[int, ...]):
+    """The `versions` entry of calibration.yaml that `release` (major, minor) runs with."""
+    for v in entry.get("versions") or ():
+        if tuple(int(x) for x in str(v.get("min_version")).split(".")) == release:
+            return v
+    raise SystemExit(f"no versions entry with min_version {'.'.join(map(str, release))}")
+
+
+def _in_release(row, release: tuple[int, ...] | None, releases) -> bool:
+    """Whether a row runs with `release`'s values: its own entry's rows, or (release ()) those of no entry."""
+    if release is None:
+        return True
+    own = row.version is not None and any(tuple(row.version[:len(k)]) == k for k in releases)
+    if release == ():
+        return not own
+    return row.version is not None and tuple(row.version[:len(release)]) == release
 
 
 def _as_profiles(doc, family: str):
@@ -193,12 +230,24 @@ def run_fold(family: str, train, test, args):
     final = EngineFit(family, None, values, len(train), loss_of(fitted, _row_weights(train)),
                       slice_of(fitted).median_ape, residuals, seen_of(train))
     releases = _RELEASES.get(family)
-    entry["calibration"] = final.calibration(f"{SERVING.name} (and {MEASUREMENTS.name} for trtllm 1.x): "
-                                             "the fitting half, bench/serving_fit.py")
-    if releases:  # release 1.x is this fit's: its residuals are the ones just measured (a copy: one shared
+    release = RELEASE.get(family)
+    files = f"{SERVING.name} (and {MEASUREMENTS.name} for trtllm 1.x)" if release != () else SERVING.name
+    which = "" if release is None else (
+        ", the rows of the releases without an entry of their own or of none stated (--release base)"
+        if release == () else f", the rows of release {'.'.join(map(str, release))} (--release)")
+    entry["calibration"] = final.calibration(f"{files}: the fitting half{which}, bench/serving_fit.py")
+    if release:  # one release's entry was fitted: the base keeps its calibration, that release gets this one
+        key = ".".join(map(str, release))
+        releases = {**(releases or {}), key: copy.deepcopy(entry["calibration"])}
+        entry["calibration"] = copy.deepcopy(_OLD_CALIBRATION[family])
+        entry["calibration"].pop("versions", None)
+    elif release == ():  # the base: the releases it was fitted on (the bands of those rows are not widened)
+        entry["calibration"]["releases"] = sorted({".".join(map(str, r.version[:2])) for r in train if r.version})
+    elif releases:  # release 1.x is this fit's: its residuals are the ones just measured (a copy: one shared
         # dict would be written as a YAML anchor and alias, one edit changing both)
         releases = {k: (copy.deepcopy(entry["calibration"]) if str(k).startswith("1.") else v)
                     for k, v in releases.items()}
+    if releases:
         entry["calibration"]["versions"] = {k: {kk: vv for kk, vv in v.items() if kk != "versions"}
                                             for k, v in releases.items()}
     tmp.write_text(yaml.safe_dump(_as_profiles(doc, family), sort_keys=False))
@@ -226,6 +275,9 @@ def main() -> int:
                                              "the step-cost parameters from what times steps, not queues)")
     ap.add_argument("--values", help="a serving_fit.json: take each family's values from it instead of fitting "
                                      "(write a stored fit again, or score it)")
+    ap.add_argument("--release", help="fit one release's own values (e.g. 1.0: the rows of 1.0.x, written to its "
+                                      "`versions` entry), or `base` (the rows of every release without an entry, "
+                                      "and of no stated release: the values those run with)")
     args = ap.parse_args()
     if args.write and args.split != "half":
         ap.error("--write stores the fit of --split half only")
@@ -237,14 +289,23 @@ def main() -> int:
                   "gpu": "leave one GPU out", "model-family": "leave one model family out"}[args.split]
     report = {"split": split_name, "fit_configs": args.configs, "iters": args.iters,
               "params": list(FAMILY_PARAMS), "families": {}}
+    every_serving_id = {id(r) for r in serving}
     for family in args.families.split(","):
         rows = [r for r in serving if r.family == family]
-        serving_ids = {id(r) for r in rows}
         if family == "trtllm":
             rows += [r for r in measured if r.family == family and r.version and r.version[0] >= 1]
+        if args.release:
+            from vazao.physics.profiles import get_engine
+
+            RELEASE[family] = () if args.release == "base" else tuple(int(x) for x in args.release.split("."))
+            entries = [tuple(v["min_version"][:2]) for v in get_engine(family).versions]
+            rows = [r for r in rows if _in_release(r, RELEASE[family], entries)]
+        serving_ids = {id(r) for r in rows} & every_serving_id
         for label, train, test in folds(args.split, rows, serving_ids):
             doc, entry = run_fold(family, train, test, args)
             name = family if args.split == "half" else f"{family} {label}"
+            if args.release:
+                name += f" release {args.release}"
             report["families"][name] = entry
             print(json.dumps({name: entry}, indent=1), flush=True)
             if args.write:

@@ -144,6 +144,24 @@ def test_band_from_residual_quantiles_and_widened_off_the_fit(tmp_path):
     assert lo3 == pytest.approx(100 * math.exp(-0.3))
 
 
+def test_a_release_the_base_fit_saw_keeps_its_band_and_one_it_never_saw_widens(tmp_path):
+    # bench/serving_fit.py --release base: the base values are fitted on the releases without their own entry
+    # (here 1.1) and name them; 1.0 has its own entry; 1.4 was in no fit at all
+    f = tmp_path / "p.yaml"
+    f.write_text(
+        "engines:\n  trtllm:\n    calibration:\n      releases: ['1.1']\n      residuals:\n"
+        "        all: {n: 50, q10: -0.2, q50: 0, q90: 0.2}\n"
+        "      versions:\n        '1.0':\n          residuals:\n"
+        "            all: {n: 50, q10: -0.1, q50: 0, q90: 0.1}\n")
+    prof = load_profiles(f)["trtllm"]
+    assert band(prof, "memory", 100.0, version=(1, 0)).high == pytest.approx(100 * math.exp(0.1))
+    seen = band(prof, "memory", 100.0, version=(1, 1, 0))
+    assert seen.high == pytest.approx(100 * math.exp(0.2)) and seen.note == ""
+    unseen = band(prof, "memory", 100.0, version=(1, 4))
+    assert unseen.high > seen.high and "engine release" in unseen.note
+    assert band(prof, "memory", 100.0).note == ""  # no release stated: the base, as at_version resolves it
+
+
 @pytest.mark.skipif(not SHARED.exists(), reason="shared/data is not beside this checkout")
 def test_validate_json_over_a_slice_of_the_shared_file(tmp_path):
     lines = SHARED.read_text().splitlines(keepends=True)

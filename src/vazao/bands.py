@@ -100,8 +100,10 @@ def _calibration_at(profile: EngineProfile, version: tuple[int, ...] | None) -> 
             key = tuple(int(x) for x in str(v).split("."))
             if tuple(version[:len(key)]) == key:
                 return entry, True
-    if "residuals" in cal:
-        return cal, version is None or not releases
+    if "residuals" in cal:  # the base's own fit may name the releases it saw (bench/serving_fit.py --release base)
+        seen = [tuple(int(x) for x in str(v).split(".")) for v in cal.get("releases") or ()]
+        return cal, (version is None or not releases
+                     or any(tuple(version[:len(k)]) == k for k in seen))
     return None, False
 
 
