@@ -119,6 +119,36 @@ def _moe(r) -> bool:
         return False
 
 
+def _key(release) -> tuple[int, ...]:
+    """'1.0' (a min_version or a calibration's release key) → (1, 0)."""
+    return tuple(int(x) for x in str(release).split("."))
+
+
+def _write_values(entry, family: str, values, release, rows) -> None:
+    """Put fitted `values` into a family's calibration.yaml `entry`: a release's own `versions` entry
+    (release (1, 0)), the base with every entry keeping what it ran with (release ()), or (None) the base and
+    every entry whose release the fitted `rows` hold: one set of values for all of them, as the fit ran them
+    (EngineProfile.overridden), so that a leave-one-out fold never predicts with an entry fitted on the rows
+    it left out."""
+    from vazao.physics.profiles import get_engine
+
+    values = {k: float(v) for k, v in values.items()}
+    if release:  # one release's entry: its values change, the base and the other releases keep theirs
+        _release_entry(entry, release).update(values)
+        return
+    if release == ():  # the base: an entry that inherited a value from it keeps the value it ran with
+        base = get_engine(family)
+        for v in entry.get("versions") or ():
+            v.update({k: v.get(k, entry.get(k, getattr(base, k))) for k in values})
+        entry.update(values)
+        return
+    entry.update(values)
+    held = {tuple(r.version) for r in rows if r.version}
+    for v in entry.get("versions") or ():
+        if any(h[:len(_key(v.get("min_version")))] == _key(v.get("min_version")) for h in held):
+            v.update(values)
+
+
 def _with(family: str, values, residual_rows, *, path: Path, workers: int):
     """A profile file with `values` for `family` and the residuals of `residual_rows` as its bands."""
     from vazao.calibrate import residuals_by_regime
@@ -126,19 +156,7 @@ def _with(family: str, values, residual_rows, *, path: Path, workers: int):
 
     doc = yaml.safe_load(CALIBRATION.read_text())
     entry = doc["engines"].setdefault(family, {})
-    release = RELEASE.get(family, ())
-    own = _release_entry(entry, release) if release else None
-    if own is not None:  # one release's entry: its values change, the base and the other releases keep theirs
-        own.update({k: float(v) for k, v in values.items()})
-    elif release == ():  # the base (releases without an entry): the others keep what they ran with
-        for v in entry.get("versions") or ():
-            v.update({k: v.get(k, entry.get(k)) for k in values if k in entry or k in v})
-        entry.update({k: float(v) for k, v in values.items()})
-    else:  # every 1.x release alike (the fit before releases were split)
-        entry.update({k: float(v) for k, v in values.items()})
-        for v in entry.get("versions") or ():
-            if str(v.get("min_version")) == "1.0":
-                v.update({k: float(x) for k, x in values.items()})
+    _write_values(entry, family, values, RELEASE.get(family), residual_rows)
     old = entry.pop("calibration", None) or {}
     _OLD_CALIBRATION[family] = old
     _RELEASES[family] = old.get("versions")  # the releases fitted on other rows keep their own residuals
@@ -243,10 +261,11 @@ def run_fold(family: str, train, test, args):
         entry["calibration"].pop("versions", None)
     elif release == ():  # the base: the releases it was fitted on (the bands of those rows are not widened)
         entry["calibration"]["releases"] = sorted({".".join(map(str, r.version[:2])) for r in train if r.version})
-    elif releases:  # release 1.x is this fit's: its residuals are the ones just measured (a copy: one shared
-        # dict would be written as a YAML anchor and alias, one edit changing both)
-        releases = {k: (copy.deepcopy(entry["calibration"]) if str(k).startswith("1.") else v)
-                    for k, v in releases.items()}
+    elif releases:  # every release the rows hold is this fit's: its residuals are the ones just measured (a
+        # copy: one shared dict would be written as a YAML anchor and alias, one edit changing both)
+        held = {tuple(r.version) for r in train if r.version}
+        releases = {k: (copy.deepcopy(entry["calibration"]) if any(
+            h[:len(_key(k))] == _key(k) for h in held) else v) for k, v in releases.items()}
     if releases:
         entry["calibration"]["versions"] = {k: {kk: vv for kk, vv in v.items() if kk != "versions"}
                                             for k, v in releases.items()}

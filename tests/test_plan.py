@@ -165,12 +165,14 @@ def test_fit_on_a_miss_says_what_would_fit():
 
 
 def test_a_shape_the_estimate_ranked_first_that_misses_does_not_end_the_search():
-    # Llama-3.1-8B FP8 on L4 at 1 req/s: the closed-form estimate ties two tp1 replicas with one tp2 pair
-    # ($1.32/Mtok each) and the tie goes to tp1, whose simulated TPOT meets 50 ms by the prediction but not at
-    # its band's edge; with one shape simulated the search used to stop there with "no deployment meets"
-    # while tp2 meets. It simulates on until one meets: the same winner as when every shape is simulated.
+    # Llama-3.1-8B FP8 on L4 at 1 req/s, TPOT p95 47 ms: the closed-form estimate ties two tp1 replicas with one
+    # tp2 pair ($1.32/Mtok each) and the tie goes to tp1, whose simulated TPOT misses at its band's edge with
+    # two replicas; with one shape simulated the search used to stop at "no deployment meets" (while tp2
+    # meets), and later at the first simulated shape that met, 4× tp1 at $2.64/Mtok, a costlier winner than
+    # the tp2 pair it never simulated. It simulates on, while a shape not yet simulated is estimated cheaper
+    # than the cheapest that met: the same winner as when every shape is simulated.
     base = ["plan", "--models", "llama-3.1-8b", "--gpus", "l4", "--formats", "fp8", "--traffic", "1/s",
-            "--requests", "60", "--workers", "1", "--json"]
+            "--slo", "ttft_p95=1s,tpot_p95=47ms", "--requests", "60", "--workers", "1", "--json"]
     one = CliRunner().invoke(app, base + ["--simulate-top", "1"])
     every = CliRunner().invoke(app, base + ["--simulate-top", "4"])
     assert one.exit_code == every.exit_code == 0, one.output

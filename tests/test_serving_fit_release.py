@@ -39,23 +39,36 @@ def test_a_release_takes_its_own_rows_and_the_base_every_release_without_an_entr
     assert all(sf._in_release(r, None, entries) for r in rows.values())  # no --release: every row
 
 
-def test_the_base_fit_leaves_every_release_entry_running_what_it_ran(sf, tmp_path):
-    shipped = yaml.safe_load(sf.CALIBRATION.read_text())["engines"]["trtllm"]
-    before = {tuple(int(x) for x in str(v["min_version"]).split(".")): dict(v) for v in shipped["versions"]}
-    sf.RELEASE["trtllm"] = ()
-    doc, entry, _, _ = sf._with("trtllm", {"request_overhead_s": 0.5, "memory_efficiency": 0.5}, [],
-                                path=tmp_path / "p.yaml", workers=1)
+def _entry(sf):
+    return yaml.safe_load(sf.CALIBRATION.read_text())["engines"]["trtllm"]
+
+
+def test_the_base_fit_leaves_every_release_entry_running_what_it_ran(sf):
+    from vazao.physics.profiles import get_engine
+
+    shipped, entry = _entry(sf), _entry(sf)
+    before = {str(v["min_version"]): dict(v) for v in shipped["versions"]}
+    sf._write_values(entry, "trtllm", {"request_overhead_s": 0.5, "memory_efficiency": 0.5}, (), [])
     assert entry["request_overhead_s"] == 0.5 and entry["memory_efficiency"] == 0.5
+    base = get_engine("trtllm")
     for v in entry["versions"]:
-        key = tuple(int(x) for x in str(v["min_version"]).split("."))
         for name in ("request_overhead_s", "memory_efficiency"):  # its own value, or the old base it inherited
-            assert v[name] == before[key].get(name, shipped[name]) != 0.5
+            assert v[name] == before[str(v["min_version"])].get(name, getattr(base, name)) != 0.5
 
 
-def test_a_release_fit_writes_that_release_only(sf, tmp_path):
-    shipped = yaml.safe_load(sf.CALIBRATION.read_text())["engines"]["trtllm"]
-    sf.RELEASE["trtllm"] = (1, 0)
-    doc, entry, _, _ = sf._with("trtllm", {"request_overhead_s": 0.5}, [], path=tmp_path / "p.yaml", workers=1)
+def test_a_release_fit_writes_that_release_only(sf):
+    shipped, entry = _entry(sf), _entry(sf)
+    sf._write_values(entry, "trtllm", {"request_overhead_s": 0.5}, (1, 0), [])
     assert entry["request_overhead_s"] == shipped["request_overhead_s"]
     got = {str(v["min_version"]): v.get("request_overhead_s") for v in entry["versions"]}
     assert got["1.0"] == 0.5 and got["0.14"] != 0.5
+
+
+def test_one_fit_for_every_release_writes_every_entry_its_rows_ran_with(sf):
+    # a leave-one-GPU-out fold fits one set of values on all releases' rows: an entry it left alone would
+    # predict the held-out GPU with values fitted on that GPU's rows
+    entry = _entry(sf)
+    sf._write_values(entry, "trtllm", {"request_overhead_s": 0.5}, None,
+                     [SimpleNamespace(version=(1, 0, 0)), SimpleNamespace(version=None)])
+    got = {str(v["min_version"]): v.get("request_overhead_s") for v in entry["versions"]}
+    assert entry["request_overhead_s"] == 0.5 and got["1.0"] == 0.5 and got["0.14"] != 0.5

@@ -162,6 +162,30 @@ def test_a_release_the_base_fit_saw_keeps_its_band_and_one_it_never_saw_widens(t
     assert band(prof, "memory", 100.0).note == ""  # no release stated: the base, as at_version resolves it
 
 
+def test_a_throughput_the_base_fit_had_no_rows_of_takes_a_release_s_residuals_widened(tmp_path):
+    # the base fitted on serving latencies alone, asked a compute-bound max-load throughput: TTFT residuals
+    # (flipped) would stand for it; the 1.0 entry's fit had compute-bound throughputs, so those, widened
+    f = tmp_path / "p.yaml"
+    f.write_text(
+        "engines:\n  trtllm:\n    calibration:\n      residuals:\n"
+        "        serving ttft: {n: 50, q10: -0.9, q50: 0, q90: 0.6}\n"
+        "        serving latency: {n: 50, q10: -0.3, q50: 0, q90: 0.25}\n"
+        "        all: {n: 100, q10: -0.7, q50: 0, q90: 0.4}\n"
+        "      versions:\n        '1.0':\n          residuals:\n"
+        "            compute: {n: 27, q10: -0.25, q50: -0.1, q90: 0.02}\n"
+        "            all: {n: 90, q10: -0.4, q50: 0, q90: 0.4}\n")
+    prof = load_profiles(f)["trtllm"]
+    c = band(prof, "compute", 100.0)
+    mid, k = (-0.25 + 0.02) / 2, 1 + 0.5  # one thing unseen: the release
+    assert c.low == pytest.approx(100 * math.exp(mid + (-0.25 - mid) * k))
+    assert c.high == pytest.approx(100 * math.exp(mid + (0.02 - mid) * k)) and "engine release" in c.note
+    m = band(prof, "memory", 100.0)  # a decode speed: the base's own per-token latencies, flipped
+    assert m.low == pytest.approx(100 * math.exp(-0.25)) and m.high == pytest.approx(100 * math.exp(0.3))
+    assert m.note == ""
+    t = band(prof, "serving ttft", 100.0)
+    assert t.high == pytest.approx(100 * math.exp(0.6)) and t.note == ""
+
+
 @pytest.mark.skipif(not SHARED.exists(), reason="shared/data is not beside this checkout")
 def test_validate_json_over_a_slice_of_the_shared_file(tmp_path):
     lines = SHARED.read_text().splitlines(keepends=True)

@@ -72,13 +72,22 @@ def _residuals_for(res: Mapping[str, Any], key: str) -> Mapping[str, Any] | None
     """The residual quantiles of `key`, else of its wider group (a TTFT's: the regime's latencies), else —
     for a speed of a regime the fit had no speeds of (a profile fitted on serving latencies alone) — the
     latency it is the inverse of (a prefill's tok/s: TTFT; any other: the per-token latencies), else all."""
+    found = _residual_source(res, key)
+    if found is None:
+        return None
+    k, flip = found
+    return _flipped(res[k]) if flip else res[k]
+
+
+def _residual_source(res: Mapping[str, Any], key: str) -> tuple[str, bool] | None:
+    """(which residuals _residuals_for takes for `key`, whether it flips them)."""
     chain = [(key, False), (key.replace(" ttft", " latency"), False)]
     if not key.endswith((" ttft", " latency")):
         chain.append(("serving ttft" if key == "compute" else "serving latency", True))
     for k, flip in [*chain, ("all", False)]:
         r = res.get(k)
         if r and (r.get("n", 0) >= 10 or k == "all"):
-            return _flipped(r) if flip else r
+            return k, flip
     return None
 
 
@@ -107,6 +116,23 @@ def _calibration_at(profile: EngineProfile, version: tuple[int, ...] | None) -> 
     return None, False
 
 
+def _has_own(res: Mapping[str, Any], key: str) -> bool:
+    """Whether a fit's residuals speak for `key`: not only through all regimes pooled, and not a compute-bound
+    speed read off TTFTs (a max-load throughput is bound by decode steps' compute, not by prefills)."""
+    found = _residual_source(res, key)
+    return found is not None and found[0] != "all" and not (key == "compute" and found[1])
+
+
+def _release_with(cal: Mapping[str, Any], key: str, skip: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The calibration of the newest release entry (other than `skip`) whose fit has residuals of `key`."""
+    releases = cal.get("versions") or {}
+    for v in sorted(releases, key=lambda v: tuple(int(x) for x in str(v).split(".")), reverse=True):
+        entry = releases[v]
+        if entry is not skip and _has_own(entry.get("residuals") or {}, key):
+            return entry
+    return None
+
+
 def band(profile: EngineProfile, regime: str, value: float, *, version: tuple[int, ...] | None = None,
          generation: str | None = None,
          weight_format: str | None = None, model_family: str | None = None) -> Band | None:
@@ -116,6 +142,12 @@ def band(profile: EngineProfile, regime: str, value: float, *, version: tuple[in
     cal, fitted_release = _calibration_at(profile, version)
     if not cal:
         return None
+    if not _has_own(cal.get("residuals") or {}, regime):
+        # this fit had no rows of the regime (the base of a profile fitted on serving latencies of its newest
+        # releases, asked a max-load throughput): a release entry whose fit had them, as another release
+        other = _release_with(profile.calibration or {}, regime, cal)
+        if other is not None:
+            cal, fitted_release = other, False
     r = _residuals_for(cal.get("residuals") or {}, regime)
     if not r:
         return None
