@@ -317,7 +317,7 @@ def main() -> int:
             from vazao.physics.profiles import get_engine
 
             RELEASE[family] = () if args.release == "base" else tuple(int(x) for x in args.release.split("."))
-            entries = [tuple(v["min_version"][:2]) for v in get_engine(family).versions]
+            entries = [tuple(v["min_version"]) for v in get_engine(family).versions]
             rows = [r for r in rows if _in_release(r, RELEASE[family], entries)]
         serving_ids = {id(r) for r in rows} & every_serving_id
         for label, train, test in folds(args.split, rows, serving_ids):
