@@ -168,14 +168,15 @@ def _with(family: str, values, residual_rows, *, path: Path, workers: int):
 _RELEASES: dict = {}
 _OLD_CALIBRATION: dict = {}
 # --release: per family, the release whose own `versions` entry the fit writes (a tuple such as (1, 0)),
-# () for the base values that every release without an entry runs with; absent: all 1.x releases alike
+# () for the base values that every release without an entry runs with; absent: one set of values for every
+# release the rows hold
 RELEASE: dict = {}
 
 
 def _release_entry(entry, release: tuple[int, ...]):
-    """The `versions` entry of calibration.yaml that `release` (major, minor) runs with."""
+    """The `versions` entry of calibration.yaml whose min_version is `release`."""
     for v in entry.get("versions") or ():
-        if tuple(int(x) for x in str(v.get("min_version")).split(".")) == release:
+        if _key(v.get("min_version")) == release:
             return v
     raise SystemExit(f"no versions entry with min_version {'.'.join(map(str, release))}")
 
@@ -249,7 +250,8 @@ def run_fold(family: str, train, test, args):
                       slice_of(fitted).median_ape, residuals, seen_of(train))
     releases = _RELEASES.get(family)
     release = RELEASE.get(family)
-    files = f"{SERVING.name} (and {MEASUREMENTS.name} for trtllm 1.x)" if release != () else SERVING.name
+    with_measured = family == "trtllm" and release != ()  # main(): TensorRT-LLM 1.x rows of that file
+    files = f"{SERVING.name} (and {MEASUREMENTS.name} for trtllm 1.x)" if with_measured else SERVING.name
     which = "" if release is None else (
         ", the rows of the releases without an entry of their own or of none stated (--release base)"
         if release == () else f", the rows of release {'.'.join(map(str, release))} (--release)")
