@@ -119,17 +119,13 @@ def _moe(r) -> bool:
         return False
 
 
-def _key(release) -> tuple[int, ...]:
-    """'1.0' (a min_version or a calibration's release key) → (1, 0)."""
-    return tuple(int(x) for x in str(release).split("."))
-
-
 def _write_values(entry, family: str, values, release, rows) -> None:
     """Put fitted `values` into a family's calibration.yaml `entry`: a release's own `versions` entry
     (release (1, 0)), the base with every entry keeping what it ran with (release ()), or (None) the base and
     every entry whose release the fitted `rows` hold: one set of values for all of them, as the fit ran them
     (EngineProfile.overridden), so that a leave-one-out fold never predicts with an entry fitted on the rows
     it left out."""
+    from vazao.bands import of_release, release_key
     from vazao.physics.profiles import get_engine
 
     values = {k: float(v) for k, v in values.items()}
@@ -143,9 +139,8 @@ def _write_values(entry, family: str, values, release, rows) -> None:
         entry.update(values)
         return
     entry.update(values)
-    held = {tuple(r.version) for r in rows if r.version}
     for v in entry.get("versions") or ():
-        if any(h[:len(_key(v.get("min_version")))] == _key(v.get("min_version")) for h in held):
+        if any(of_release(r.version, release_key(v.get("min_version"))) for r in rows):
             v.update(values)
 
 
@@ -175,20 +170,23 @@ RELEASE: dict = {}
 
 def _release_entry(entry, release: tuple[int, ...]):
     """The `versions` entry of calibration.yaml whose min_version is `release`."""
+    from vazao.bands import release_key
+
     for v in entry.get("versions") or ():
-        if _key(v.get("min_version")) == release:
+        if release_key(v.get("min_version")) == release:
             return v
     raise SystemExit(f"no versions entry with min_version {'.'.join(map(str, release))}")
 
 
 def _in_release(row, release: tuple[int, ...] | None, releases) -> bool:
     """Whether a row runs with `release`'s values: its own entry's rows, or (release ()) those of no entry."""
+    from vazao.bands import of_release
+
     if release is None:
         return True
-    own = row.version is not None and any(tuple(row.version[:len(k)]) == k for k in releases)
     if release == ():
-        return not own
-    return row.version is not None and tuple(row.version[:len(release)]) == release
+        return not any(of_release(row.version, k) for k in releases)
+    return of_release(row.version, release)
 
 
 def _as_profiles(doc, family: str):
@@ -265,9 +263,10 @@ def run_fold(family: str, train, test, args):
         entry["calibration"]["releases"] = sorted({".".join(map(str, r.version[:2])) for r in train if r.version})
     elif releases:  # every release the rows hold is this fit's: its residuals are the ones just measured (a
         # copy: one shared dict would be written as a YAML anchor and alias, one edit changing both)
-        held = {tuple(r.version) for r in train if r.version}
+        from vazao.bands import of_release, release_key
+
         releases = {k: (copy.deepcopy(entry["calibration"]) if any(
-            h[:len(_key(k))] == _key(k) for h in held) else v) for k, v in releases.items()}
+            of_release(r.version, release_key(k)) for r in train) else v) for k, v in releases.items()}
     if releases:
         entry["calibration"]["versions"] = {k: {kk: vv for kk, vv in v.items() if kk != "versions"}
                                             for k, v in releases.items()}
@@ -300,6 +299,8 @@ def main() -> int:
                                       "`versions` entry), or `base` (the rows of every release without an entry, "
                                       "and of no stated release: the values those run with)")
     args = ap.parse_args()
+    if args.release and args.release != "base" and not all(x.isdigit() for x in args.release.split(".")):
+        ap.error(f"--release {args.release[:40]!r}: a release such as 1.0 or 0.5.6, or base")
     if args.write and args.split != "half":
         ap.error("--write stores the fit of --split half only")
     from vazao.validate import read_rows
@@ -316,9 +317,10 @@ def main() -> int:
         if family == "trtllm":
             rows += [r for r in measured if r.family == family and r.version and r.version[0] >= 1]
         if args.release:
+            from vazao.bands import release_key
             from vazao.physics.profiles import get_engine
 
-            RELEASE[family] = () if args.release == "base" else tuple(int(x) for x in args.release.split("."))
+            RELEASE[family] = () if args.release == "base" else release_key(args.release)
             entries = [tuple(v["min_version"]) for v in get_engine(family).versions]
             rows = [r for r in rows if _in_release(r, RELEASE[family], entries)]
         serving_ids = {id(r) for r in rows} & every_serving_id

@@ -97,6 +97,16 @@ BAND_QUANTILES = ("q10", "q90")  # an 80% band
 WIDEN = 0.5
 
 
+def release_key(release: object) -> tuple[int, ...]:
+    """A calibration's release key or an entry's min_version ('1.0', '0.5.6') as numbers: (1, 0)."""
+    return tuple(int(x) for x in str(release).split("."))
+
+
+def of_release(version: tuple[int, ...] | None, key: tuple[int, ...]) -> bool:
+    """Whether an engine version is of the release `key` names ((1, 1, 0) is of (1, 1); None is of none)."""
+    return version is not None and tuple(version[:len(key)]) == key
+
+
 def _calibration_at(profile: EngineProfile, version: tuple[int, ...] | None) -> tuple[Mapping[str, Any] | None, bool]:
     """(the calibration of this engine release, whether the release was fitted): the release's own
     entry when it was, else the base one (the newest release's), as at_version resolves values."""
@@ -106,13 +116,11 @@ def _calibration_at(profile: EngineProfile, version: tuple[int, ...] | None) -> 
     releases = cal.get("versions") or {}
     if version is not None:
         for v, entry in releases.items():
-            key = tuple(int(x) for x in str(v).split("."))
-            if tuple(version[:len(key)]) == key:
+            if of_release(version, release_key(v)):
                 return entry, True
     if "residuals" in cal:  # the base's own fit may name the releases it saw (bench/serving_fit.py --release base)
-        seen = [tuple(int(x) for x in str(v).split(".")) for v in cal.get("releases") or ()]
-        return cal, (version is None or not releases
-                     or any(tuple(version[:len(k)]) == k for k in seen))
+        seen = [release_key(v) for v in cal.get("releases") or ()]
+        return cal, version is None or not releases or any(of_release(version, k) for k in seen)
     return None, False
 
 
@@ -126,7 +134,7 @@ def _has_own(res: Mapping[str, Any], key: str) -> bool:
 def _release_with(cal: Mapping[str, Any], key: str, skip: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The calibration of the newest release entry (other than `skip`) whose fit has residuals of `key`."""
     releases = cal.get("versions") or {}
-    for v in sorted(releases, key=lambda v: tuple(int(x) for x in str(v).split(".")), reverse=True):
+    for v in sorted(releases, key=release_key, reverse=True):
         entry = releases[v]
         if entry is not skip and _has_own(entry.get("residuals") or {}, key):
             return entry
