@@ -54,3 +54,19 @@ def test_estimate_on_local_uses_llama_cpp(gemma_gguf):
     d = json.loads(res.stdout)
     assert d["gpu"] == "local" and d["engine"] == "llama.cpp"
     assert d["rows"][0]["decode_step_s"] > 0 and d["fit"]["fits"]
+
+
+def test_the_host_generation_is_read_from_the_vendor_and_zen_5_from_its_flag(monkeypatch):
+    import io
+
+    from vazao.catalog import local
+
+    def cpuinfo(vendor: str, flags: str):
+        text = f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: {flags}\n"
+        monkeypatch.setattr(local, "open", lambda *a, **k: io.StringIO(text), raising=False)
+        return local.host_generation()
+
+    assert cpuinfo("AuthenticAMD", "fpu avx2 avx512f avx512_vnni") == "cpu-amd"  # Zen 4
+    assert cpuinfo("AuthenticAMD", "fpu avx2 avx512f avx512_vp2intersect") == "cpu-amd-zen5"
+    assert cpuinfo("GenuineIntel", "fpu avx2 avx512f avx512_vp2intersect") == "cpu-intel"  # Tiger Lake has it too
+    assert cpuinfo("SomethingElse", "fpu") == "cpu-generic"

@@ -31,6 +31,8 @@ DEPLOYMENTS = {
     "moe": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", engine="sglang"),
     "window": lambda: make_deployment("gemma-2-9b", "a100-sxm-80gb"),
     "tp2-pp2": lambda: make_deployment("llama-3.1-70b", "h100-sxm", count=4, tp=2, pp=2),
+    "attention-dp": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", "fp8", count=4, engine="trtllm",
+                                            attention_dp=True),
     "every-term": lambda: make_deployment(
         "qwen3-30b-a3b", "h100-sxm", count=2, tp=2,
         engine=_profile("vllm", compute_ramp_tokens=512.0, roofline_overlap=0.7, pipeline_bubble=0.3,

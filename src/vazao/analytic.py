@@ -204,7 +204,9 @@ class OfflinePoint:
     kv_limited: bool  # the batch is what the KV cache holds, not the engine's sequence cap
 
 
-def offline_point(dep: Deployment, input_tokens: int, output_tokens: int) -> OfflinePoint:
+def offline_point(dep: Deployment, input_tokens: int, output_tokens: int, requests: int | None = None) -> OfflinePoint:
+    """requests: how many the run queues (None: enough to fill every engine); the engines share them, so
+    none runs more than its share at once."""
     _check_lengths(input_tokens=input_tokens, output_tokens=output_tokens)
     ctx = input_tokens + output_tokens
     f = fit(dep, ctx)
@@ -213,6 +215,8 @@ def offline_point(dep: Deployment, input_tokens: int, output_tokens: int) -> Off
     kv_batch = f.kv_capacity_tokens // micro // ctx if f.weights_fit else 0
     batch = min(cap, kv_batch)
     engines = dep.replicas * micro
+    if requests is not None:
+        batch = min(batch, -(-requests // engines))
     if batch < 1:
         return OfflinePoint(0.0, 0, engines, budget, math.inf, math.inf, "memory", True)
     chunk = min(budget, batch * input_tokens)

@@ -52,15 +52,25 @@ VENDORS = {"AuthenticAMD": "cpu-amd", "GenuineIntel": "cpu-intel"}
 def host_generation() -> str:
     """The host CPU's generation by its vendor (/proc/cpuinfo's vendor_id): llama.cpp's quantized dot
     products reach a different share of the FP32 probe on each (engines.yaml, measured on both), so the
-    llama.cpp profile keeps one set of values per vendor; cpu-generic where the vendor is unknown."""
+    llama.cpp profile keeps one set of values per vendor; cpu-generic where the vendor is unknown. AMD's Zen 5
+    (full-width AVX-512, told from Zen 4 by its avx512_vp2intersect flag) decodes a quantized model faster for
+    its FP32 probe than Zen 4 did (engines.yaml): a generation of its own."""
+    vendor, flags = None, ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.startswith("vendor_id"):
-                    return VENDORS.get(line.split(":", 1)[1].strip(), "cpu-generic")
+                if line.startswith("vendor_id") and vendor is None:
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1]
+                if vendor is not None and flags:
+                    break
     except OSError:
         pass
-    return "cpu-generic"
+    gen = VENDORS.get(vendor or "", "cpu-generic")
+    if gen == "cpu-amd" and "avx512_vp2intersect" in flags.split():
+        return "cpu-amd-zen5"
+    return gen
 
 
 @cache

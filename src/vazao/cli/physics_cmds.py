@@ -22,6 +22,9 @@ PP = typer.Option(1, "--pp", help="Pipeline-parallel stages.")
 ENGINE = typer.Option(None, "--engine", "-e",
                       help="Engine profile: vllm, sglang, trtllm, llama.cpp, naive, ideal "
                       "(default: llama.cpp for GGUF files, Apple and CPUs; vllm otherwise).")
+ADP = typer.Option(False, "--attention-dp", help="Attention data parallelism (MoE models): each of the tp GPUs "
+                   "runs attention and the dense layers whole for its own requests and KV; only the routed "
+                   "experts are split (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention).")
 IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
 
 
@@ -30,7 +33,7 @@ def fit_cmd(
     model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
     context: int = typer.Option(8192, "--context", "-c", help="Tokens per sequence (prompt + answer)."),
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, plot: Path = PLOT,
-    quiet: bool = QUIET, json_out: bool = JSON,
+    quiet: bool = QUIET, json_out: bool = JSON, attention_dp: bool = ADP,
 ) -> None:
     """Does it fit? Weights, KV per token and per sequence, and how many sequences fit. --plot draws
     the memory per GPU: weights, runtime reserve, KV cache, what the engine's cap leaves."""
@@ -40,7 +43,8 @@ def fit_cmd(
 
     check_positive(count=count, context=context, tp=tp, pp=pp)
     check_plot(plot)
-    dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal)
+    dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
+                          attention_dp=attention_dp)
     f = fit(dep, context)
     alternatives = []
     if not f.fits and not ideal:
@@ -75,6 +79,7 @@ def estimate_cmd(
     plot: Path = PLOT,
     quiet: bool = QUIET,
     json_out: bool = JSON,
+    attention_dp: bool = ADP,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
     --plot draws each batch's decode and prefill step on the GPU's roofline."""
@@ -86,7 +91,7 @@ def estimate_cmd(
     batches = parse_int_list(batch, "--batch")
     check_plot(plot)
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
-                         profile=profile)
+                         profile=profile, attention_dp=attention_dp)
     est = estimate(dep, batches, input_tokens, output_tokens)
     result = {"kind": "estimate", **dep.to_json(), "ideal": ideal, **est.to_json(),
               "lifecycle": dep.lifecycle.to_json()}

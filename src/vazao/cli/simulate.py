@@ -78,6 +78,8 @@ def simulate_cmd(
     profile: str = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
     tp: int = typer.Option(None, "--tp", help="Tensor-parallel degree (default: count / pp)."),
     pp: int = typer.Option(1, "--pp", help="Pipeline-parallel stages."),
+    attention_dp: bool = typer.Option(False, "--attention-dp", help="Attention data parallelism (MoE models): "
+                                      "each of the tp GPUs serves its own requests; only the experts are split."),
     engine: str = typer.Option(None, "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive "
                                 "(default: the GPU's own: vLLM on NVIDIA and AMD, llama.cpp on Apple, CPUs and GGUF)."),
     ideal: bool = typer.Option(False, "--ideal", help="Physical limit: efficiencies 1, no overheads."),
@@ -142,7 +144,7 @@ def simulate_cmd(
                       rate=rates[0] if len(rates) == 1 else None,
                       concurrency=concs[0] if len(concs) == 1 else None)
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
-                         profile=profile)
+                         profile=profile, attention_dp=attention_dp)
     cfg = _sim_config(dep, kv_link, disagg, (spec_k, spec_alpha, spec_draft, spec_draft_ratio),
                       scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
                       max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,

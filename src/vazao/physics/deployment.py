@@ -46,6 +46,10 @@ class Deployment:
     count: int = 1
     tp: int = 1
     pp: int = 1
+    # Attention data parallelism (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention, vLLM
+    # --data-parallel-size with expert parallelism): each of the tp GPUs runs attention, the dense layers and
+    # the lm_head whole for its own requests and KV, and only the routed experts are split across the tp GPUs.
+    attention_dp: bool = False
     # Exact weight bytes when known (a GGUF file's tensors); otherwise derived from the format.
     weights_bytes_override: float | None = None
     support_info: Support | None = field(default=None)
@@ -64,6 +68,9 @@ class Deployment:
         if self.pp > self.model.num_layers:
             raise VazaoError(f"pp={self.pp} exceeds the model's {self.model.num_layers} layers")
         check_tp(self.model, self.tp)
+        if self.attention_dp and not self.model.is_moe:
+            raise VazaoError(f"attention data parallelism needs a mixture-of-experts model; {self.model.name} is "
+                             "dense (every layer would be a whole copy on each GPU: that is replicas, not tp)")
 
     @property
     def replicas(self) -> int:
@@ -128,11 +135,12 @@ class Deployment:
         """What the deployment is, as `vazao fit/estimate --json` name it (ids and names, no objects)."""
         return {"model": self.model.name, "gpu": self.accelerator.id, "count": self.count, "tp": self.tp,
                 "pp": self.pp, "format": self.weight_format.name, "kv_format": self.kv_format.name,
-                "engine": self.engine.name}
+                "engine": self.engine.name, **({"attention_dp": True} if self.attention_dp else {})}
 
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""
         par += f" pp{self.pp}" if self.pp > 1 else ""
+        par += " attention-dp" if self.attention_dp and self.tp > 1 else ""
         return (f"{self.model.name} {self.weight_format.name} on {self.count}× {self.accelerator.id}"
                 f"{par} ({self.engine.name})")
 
@@ -182,6 +190,7 @@ def make_deployment(
     strict: bool = True,
     profile: str | None = None,
     weights_bytes_override: float | None = None,
+    attention_dp: bool = False,
 ) -> Deployment:
     """The one way to build a Deployment, from names or objects; every command and library path
     calls it, so the same arguments give the same deployment everywhere.
@@ -194,7 +203,8 @@ def make_deployment(
     profile: a calibrated profile file (vazao calibrate -o) to look the engine name up in.
     tp defaults to count / pp. Counts are checked (whole, positive, within vazao.limits) before
     anything is loaded. strict: refuse formats the engine cannot run (status 'unsupported') with the
-    engine's reason."""
+    engine's reason. attention_dp: the tp GPUs split only the routed experts and each runs the rest for its
+    own requests (Deployment.attention_dp)."""
     count = _count(count, "count (accelerators)", limits.MAX_GPUS)
     if tp is not None:
         tp = _count(tp, "tp", limits.MAX_PARALLEL)
@@ -230,7 +240,8 @@ def make_deployment(
     if refused:
         raise VazaoError(refused)
     dep = Deployment(model=model, weight_format=f, kv_format=k, accelerator=acc, engine=eng,
-                     count=count, tp=tp, pp=pp, weights_bytes_override=weights_bytes_override)
+                     count=count, tp=tp, pp=pp, weights_bytes_override=weights_bytes_override,
+                     attention_dp=bool(attention_dp))
     if strict and dep.support.status == "unsupported":
         raise VazaoError(f"{f.name} on {acc.name}: {dep.support.reason}")
     return dep

@@ -51,6 +51,10 @@ class DeploymentShape(Protocol):
     def gpus_per_replica(self) -> int: ...
     @property
     def weights_bytes(self) -> float: ...
+    @property
+    def weight_format(self) -> Format: ...
+    @property
+    def attention_dp(self) -> bool: ...
 
 
 def weights_bytes(model: ModelArch, fmt: Format) -> float:
@@ -76,6 +80,30 @@ def kv_bytes_per_token_per_gpu(model: ModelArch, kv_bytes_per_element: float, tp
     else:
         per_layer = 2 * kv_heads_per_rank(model, tp) * model.head_dim * kv_bytes_per_element
     return per_layer * model.num_layers / pp
+
+
+def kv_tp(dep: DeploymentShape) -> int:
+    """The tensor-parallel width the KV heads are split over: 1 under attention data parallelism, where
+    each GPU keeps every head of its own requests (and no head is replicated as tp > kv_heads does)."""
+    return 1 if dep.attention_dp else dep.tp
+
+
+def kv_token_share(dep: DeploymentShape) -> int:
+    """KV tokens of a replica per token one GPU holds: the tp GPUs each hold their own requests' whole
+    KV under attention data parallelism, and share every token otherwise."""
+    return dep.tp if dep.attention_dp else 1
+
+
+def weights_bytes_per_gpu(dep: DeploymentShape) -> float:
+    """Weight bytes each GPU of a replica holds: the model split over tp × pp, or, under attention data
+    parallelism, only the routed experts split over tp (each GPU keeps its layers' attention, dense
+    MLPs, shared experts, embedding and lm_head whole)."""
+    w = dep.weights_bytes
+    if not dep.attention_dp or dep.tp == 1:
+        return w / dep.gpus_per_replica
+    m, f = dep.model, dep.weight_format
+    routed = m.routed_expert_params * f.weight_bits / 8 * (w / weights_bytes(m, f))
+    return ((w - routed) + routed / dep.tp) / dep.pp
 
 
 def activation_bytes_per_gpu(model: ModelArch, batched_tokens: int, tp: int) -> float:
@@ -137,7 +165,7 @@ def free_bytes_per_gpu(dep: DeploymentShape,
     """What is left per GPU for the KV cache; negative when the weights themselves do not fit.
     `memory_bytes` may be an array over accelerators (grid sweeps); default: the deployment's GPU."""
     mem = dep.accelerator.memory_bytes if memory_bytes is None else memory_bytes
-    weights = dep.weights_bytes / dep.gpus_per_replica
+    weights = weights_bytes_per_gpu(dep)
     eng = dep.engine
     if eng.memory_basis == "free":  # TensorRT-LLM: kv_cache_free_gpu_mem_fraction of what is left
         left = mem - overhead_bytes_per_gpu(dep) - weights
@@ -150,9 +178,10 @@ def free_bytes_per_gpu(dep: DeploymentShape,
 
 
 def kv_bytes_per_sequence_per_gpu(dep: DeploymentShape, context: int) -> float:
-    """One sequence's KV bytes on one GPU (layers split by pp, heads by tp, windows applied)."""
+    """One sequence's KV bytes on the GPU(s) holding it (layers split by pp, heads by tp unless attention
+    is data-parallel, windows applied)."""
     model, kv_elt = dep.model, dep.kv_format.bytes_per_element
-    per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
+    per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, kv_tp(dep), dep.pp)
     return model.kv_bytes_per_sequence(context, kv_elt) * per_gpu / model.kv_bytes_per_token(kv_elt)
 
 
@@ -164,20 +193,21 @@ def fit(dep: DeploymentShape, context: int) -> Fit:
         raise VazaoError(f"context must be at most {limits.MAX_MODEL_CONTEXT:,} tokens, got {context:.3g}")
     model, eng = dep.model, dep.engine
     wbytes = dep.weights_bytes
-    per_gpu_w = wbytes / dep.gpus_per_replica
+    per_gpu_w = weights_bytes_per_gpu(dep)
     mem = dep.accelerator.memory_bytes
     usable = mem * eng.gpu_memory_utilization
     overhead = overhead_bytes_per_gpu(dep)
     free_per_gpu = free_bytes_per_gpu(dep)
     weights_fit = free_per_gpu >= 0
     kv_elt = dep.kv_format.bytes_per_element
-    kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dep.tp, dep.pp)
+    kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, kv_tp(dep), dep.pp)
     kv_tok = model.kv_bytes_per_token(kv_elt)
     kv_seq = model.kv_bytes_per_sequence(context, kv_elt)
     # Capacity of one replica: windowed layers make long sequences cheaper per token.
     kv_seq_gpu = kv_bytes_per_sequence_per_gpu(dep, context)
     free_pos = free_per_gpu if weights_fit else 0.0
-    seqs = int(free_pos // kv_seq_gpu) * dep.replicas
+    share = kv_token_share(dep)
+    seqs = int(free_pos // kv_seq_gpu) * share * dep.replicas
     if not weights_fit:
         reason = (f"weights need {per_gpu_w / 1e9:.1f} GB per GPU but only "
                   f"{(usable - overhead) / 1e9:.1f} GB is usable")
@@ -195,7 +225,7 @@ def fit(dep: DeploymentShape, context: int) -> Fit:
         kv_bytes_per_token=kv_tok,
         kv_bytes_per_token_per_gpu=kv_tok_gpu,
         kv_bytes_per_sequence=kv_seq,
-        kv_capacity_tokens=int(free_pos / kv_tok_gpu),
+        kv_capacity_tokens=int(free_pos / kv_tok_gpu) * share,
         context=context,
         max_concurrent_sequences=seqs,
         weights_fit=weights_fit,

@@ -12,5 +12,8 @@ if TYPE_CHECKING:
 
 
 def microbatches(dep: Deployment) -> int:
-    """Engines a replica behaves as: pp stages each on its own micro-batch when the engine pipelines."""
-    return dep.pp if dep.engine.pipeline_microbatches else 1
+    """Engines a replica behaves as: pp stages each on its own micro-batch when the engine pipelines, and
+    under attention data parallelism each of the tp GPUs with its own requests and KV cache (its scheduler
+    batches them; the GPUs step together through the expert layers, which this counts as one step each)."""
+    micro = dep.pp if dep.engine.pipeline_microbatches else 1
+    return micro * (dep.tp if dep.attention_dp else 1)

@@ -160,6 +160,9 @@ class ShardConstants:
     pp_hops: int
     hidden_bytes_per_token: float
     expert_shard_cols: float = 0.0  # one routed expert's intermediate columns on this rank (0: no experts)
+    # Under attention data parallelism a GPU's step of n tokens meets the routed experts with the n tokens of
+    # each of the tp GPUs (they step together): tp, else 1.
+    expert_token_mult: int = 1
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -168,7 +171,8 @@ class ShardConstants:
         the same constants whichever objects carry them."""
         f = dep.weight_format
         key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
-               dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace)
+               dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace,
+               dep.attention_dp)
         hit = _SHARD_CACHE.get(key)
         if hit is None:
             if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
@@ -179,35 +183,43 @@ class ShardConstants:
     @classmethod
     def _build(cls, dep: StepDeployment) -> ShardConstants:
         m, f, tp = dep.model, dep.weight_format, dep.tp
+        # Attention data parallelism: a GPU runs everything but the routed experts whole, on its own tokens;
+        # its share of the experts' work is its own tokens' worth (tp GPUs × n tokens over tp GPUs), and the
+        # tokens meet the experts through a gather and a scatter of the tp GPUs' hidden states per MoE layer
+        # (one all-reduce's volume).
+        adp = dep.attention_dp and tp > 1
+        dtp = 1 if adp else tp  # the split of everything but the routed experts
         scale = dep.weights_bytes / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
         wb, eb = f.weight_bits / 8 * scale, f.embed_bits / 8 * scale
-        kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, tp, 1)  # all layers, one rank
+        kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, dtp, 1)  # all layers, one rank
         win_share = m.sliding_window_layers / m.num_layers
-        per_pair = m.attention_flops_per_pair / tp
+        per_pair = m.attention_flops_per_pair / dtp
         routed = m.expert_params * m.moe_layers * m.experts_per_token if m.is_moe else 0.0
         act_inter = m.moe_intermediate_size * m.experts_per_token if m.is_moe else m.intermediate_size
         out = cls(
-            dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb) / tp,
+            dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb) / dtp,
             expert_bytes=m.expert_params * m.moe_layers * wb / tp,
             num_experts=m.num_experts,
             experts_per_token=m.experts_per_token,
-            dense_weights_read=(m.shared_layer_params + m.lm_head_params) / tp,
+            dense_weights_read=(m.shared_layer_params + m.lm_head_params) / dtp,
             dequant_flops_per_weight=f.dequant_flops_per_weight if f.weight_only else 0.0,
-            matmul_flops_per_token=2.0 * (m.active_params - m.lm_head_params - routed) / tp,
-            expert_flops_per_token=2.0 * routed / tp,
-            lm_head_flops_per_logit=2.0 * m.lm_head_params / tp,
+            matmul_flops_per_token=2.0 * (m.active_params - m.lm_head_params - routed) / dtp,
+            expert_flops_per_token=2.0 * routed / dtp,
+            lm_head_flops_per_logit=2.0 * m.lm_head_params / dtp,
             attn_flops_per_pair_full=per_pair * m.full_attention_layers,
             attn_flops_per_pair_window=per_pair * m.sliding_window_layers,
             window=m.sliding_window,
             kv_bytes_per_token_full=kv_tok * (1 - win_share),
             kv_bytes_per_token_window=kv_tok * win_share,
             # Activations round-trip memory between unfused kernels; the physical limit keeps them on chip.
-            act_bytes_per_token=(ACT_BYTES * m.num_layers * (4 * m.hidden_size + 3 * act_inter / tp)
+            act_bytes_per_token=(ACT_BYTES * m.num_layers * (4 * m.hidden_size + 3 * act_inter / dtp)
                                  if dep.engine.activation_workspace else 0.0),
-            allreduces_per_step=2 * m.num_layers if tp > 1 else 0,
+            allreduces_per_step=(m.moe_layers if adp else 2 * m.num_layers) if tp > 1 else 0,
             pp_hops=dep.pp - 1,
-            hidden_bytes_per_token=m.hidden_size * ACT_BYTES,
+            # the bytes a collective moves per token of this GPU's step: all tp GPUs' tokens under attention DP
+            hidden_bytes_per_token=m.hidden_size * ACT_BYTES * (tp if adp else 1),
             expert_shard_cols=m.moe_intermediate_size / tp if m.is_moe else 0.0,
+            expert_token_mult=tp if adp else 1,
         )
         return out
 
@@ -466,7 +478,7 @@ def _windowed(s: ShardConstants, n: int, new: int, ctx: float, pairs: float) -> 
 def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
     win_ctx, win_pairs = _windowed(s, n, new, ctx, shape.attention_pairs)
-    touched = experts_touched(s.num_experts, s.experts_per_token, new)
+    touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)
     weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
     kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
     return StepWork(
@@ -474,7 +486,7 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
         new_tokens=new,
         matmul_flops=s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * shape.logit_tokens,
         expert_flops=s.expert_flops_per_token * new,
-        expert_tokens=new * s.experts_per_token / touched if touched else 0.0,
+        expert_tokens=new * s.expert_token_mult * s.experts_per_token / touched if touched else 0.0,
         attn_flops=s.attn_flops_per_pair_full * shape.attention_pairs + s.attn_flops_per_pair_window * win_pairs,
         dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
         bytes=weight_bytes + s.act_bytes_per_token * new,
@@ -603,7 +615,7 @@ class StepTimer:
         compute_s = (matmul_flops / (c.matmul_peak * dense_eff) + attn_flops / self._attn_div
                      + dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff)
         if s.expert_flops_per_token:
-            expert_tokens = new * s.experts_per_token / touched if touched else 0.0
+            expert_tokens = new * s.expert_token_mult * s.experts_per_token / touched if touched else 0.0
             expert_eff = c.expert_eff * (expert_tokens / (expert_tokens + ramp) if ramp else 1.0)
             compute_s = compute_s + s.expert_flops_per_token * new / (c.matmul_peak * expert_eff)
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
@@ -632,7 +644,7 @@ class StepTimer:
         step_work and roofline compute it: (experts touched, weight bytes, matmul FLOPs, dequant FLOPs,
         routed-expert bytes, activation bytes, dense GEMM efficiency). Shared by time and _decode_terms."""
         s, c = self.s, self.c
-        touched = experts_touched(s.num_experts, s.experts_per_token, new)  # 0.0 for a dense model
+        touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)  # 0.0: dense
         ramp = c.ramp_tokens
         return (touched, s.dense_weight_bytes + touched * s.expert_bytes,
                 s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits,
@@ -650,7 +662,7 @@ class StepTimer:
         compute_pre = matmul_flops / (c.matmul_peak * dense_eff)
         compute_post = [dequant_flops * c.dequant_factor / c.dequant_peak / c.compute_eff]
         if s.expert_flops_per_token:
-            expert_tokens = n * s.experts_per_token / touched if touched else 0.0
+            expert_tokens = n * s.expert_token_mult * s.experts_per_token / touched if touched else 0.0
             expert_eff = c.expert_eff * (expert_tokens / (expert_tokens + ramp) if ramp else 1.0)
             compute_post.append(s.expert_flops_per_token * n / (c.matmul_peak * expert_eff))
         memory_pre = (weight_bytes + s.act_bytes_per_token * n - expert_bytes) / self._mem_div

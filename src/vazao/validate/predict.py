@@ -80,8 +80,10 @@ def row_deployment(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | Non
     fmt = get_format(weights)
     kv = get_kv_format(kv_format_name(row, eng, fmt.name))
     acc = resolve_accelerator(row.gpu)
+    # attention data parallelism over the tp GPUs where the row's layout (or its source's recipe) names it
+    adp = (row.attention_dp or 0) > 1 and row.tp > 1 and model.is_moe
     return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng,
-                           weights_bytes_override=exact)
+                           weights_bytes_override=exact, attention_dp=adp)
 
 
 def _from_throughput(row: MeasuredRow, output_tok_s: float) -> float:
@@ -116,7 +118,7 @@ def predict(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = Non
                           kv)
     _need(row, output_len=row.output_len, input_len=row.input_len)
     if cond.kind == "max":
-        p = offline_point(dep, row.input_len, row.output_len)
+        p = offline_point(dep, row.input_len, row.output_len, row.requests)
         if p.batch < 1:
             raise VazaoError("the KV cache holds no request of this length")
         if row.metric in ("tpot_ms", "itl_ms"):
@@ -142,7 +144,7 @@ _SIM_CACHE: dict[tuple, tuple] = {}
 def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
             row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, row.step_tokens,
-            row.step_tokens_cap, row.mixed_chunks, requests)
+            row.step_tokens_cap, row.mixed_chunks, dep.attention_dp, requests)
 
 
 def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:

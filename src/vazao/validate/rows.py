@@ -99,6 +99,9 @@ class MeasuredRow:
     # prompts prefilled in the same step as the running decodes (SGLang --enable-mixed-chunk), where the row
     # states it or its source's generator passed it; False: the profile's scheduling
     mixed_chunks: bool = False
+    # requests the run queued (a max-load run's engines share them), where the notes state it (num_requests=N)
+    # or its source's recipe sets it; None: enough to fill every engine
+    requests: int | None = None
 
 
 @dataclass(frozen=True)
@@ -283,14 +286,67 @@ def _parallel(d: dict, notes: list[str]) -> tuple[int, int, int]:
 
 
 def _layout(text: str, notes: list[str]) -> dict[str, int]:
-    """The serving file's moe_tp=A moe_ep=B attention_dp=C (kept on the row; EP and attention DP are
-    approximated as tensor parallel until the predictor models them)."""
+    """The serving file's moe_tp=A moe_ep=B attention_dp=C (kept on the row; attention DP is modelled,
+    expert parallelism is approximated as tensor parallel until the predictor models it)."""
     found = {k.lower(): int(v) for k, v in _LAYOUT.findall(text)}
-    ep, dp = found.get("moe_ep", 0), found.get("attention_dp", 0)
-    if ep > 1 or dp > 1:
-        _note(notes, f"expert/attention data parallel (moe_ep={ep}, attention_dp={dp}) approximated as tensor "
-                     "parallel")
+    ep = found.get("moe_ep", 0)
+    if ep > 1:
+        _note(notes, f"expert parallel (moe_ep={ep}) approximated as tensor parallel")
     return found
+
+
+# TensorRT-LLM's performance overview (docs/source/performance/perf-overview.md, v1.0: "Reproducing Benchmarked
+# Results") runs its MoE models with `enable_attention_dp: true` in the LLM API options and --ep.
+_PERF_OVERVIEW = re.compile(r"perf-overview", re.I)
+
+
+# The perf overview's dataset sizes per ISL/OSL ("Preparing a Dataset": $num_requests), the same table in the
+# v0.17 and v1.0 docs (perf-overview.md).
+_PERF_OVERVIEW_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500,
+                           (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000,
+                           (500, 2000): 3000, (20000, 2000): 1000}
+_NUM_REQUESTS = re.compile(r"\bnum[_-]requests\s*[=:]\s*([0-9]{1,9})\b", re.I)
+
+
+def _requests(d: dict, family: str, input_len: int, output_len: int, condition: Condition,
+              attention_dp: int | None, notes: list[str]) -> int | None:
+    """The requests a max-load run queued: stated (num_requests=N), else, where the perf overview's recipe splits
+    them among attention-data-parallel GPUs (each would otherwise hold the engine's whole batch cap), the
+    recipe's dataset size (noted). A run on one engine fills it whatever the count: None."""
+    m = _NUM_REQUESTS.search(d.get("notes") or "")
+    if m:
+        stated = int(m.group(1))
+        if stated < 1:
+            raise VazaoError("num_requests must be at least 1")
+        return stated
+    n = _PERF_OVERVIEW_REQUESTS.get((input_len, output_len))
+    if (condition.kind != "max" or family != "trtllm" or n is None or (attention_dp or 0) < 2
+            or not _PERF_OVERVIEW.search(d.get("source") or "")):
+        return None
+    _note(notes, "requests not stated: the perf overview's dataset size for this ISL/OSL ($num_requests)")
+    return n
+
+
+def _attention_dp(d: dict, family: str, version: tuple[int, ...] | None, model: str, tp: int,
+                  layout: dict[str, int], notes: list[str]) -> int | None:
+    """The attention data-parallel degree: the layout's (attention_dp=N), else, for a MoE row of TensorRT-LLM's
+    v1.0 performance overview on more than one GPU, the recipe's (tp, noted); None where neither says."""
+    stated = layout.get("attention_dp")
+    if stated is not None or family != "trtllm" or tp < 2 or version is None or version < (1,):
+        return stated
+    if not _PERF_OVERVIEW.search(d.get("source") or ""):
+        return None
+    from vazao.catalog.models import get_model
+
+    try:
+        moe = get_model(model).is_moe
+    except (NotFoundError, VazaoError):
+        return None
+    if not moe:
+        return None
+    _note(notes, "attention data parallelism not stated: TensorRT-LLM's v1.0 performance overview runs MoE "
+                 "models with enable_attention_dp (its reproduction recipe)")
+    return tp
 
 
 @cache
@@ -558,19 +614,22 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     value = _positive(_number(d["value"], "value", notes), "value", 1e12)
     step_tokens, step_cap = _step_budget(d, family, input_len, condition, notes)
     mixed = _mixed_chunks(d, family, condition, notes)
+    version = parse_version(d.get("engine_version") or "")
+    adp = _attention_dp(d, family, version, d["model"].strip(), tp, layout, notes)
+    requests = _requests(d, family, input_len, output_len, condition, adp, notes)
     if strict and notes:
         more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
         raise VazaoError(f"strict: the row needs a reading it does not state: {notes[0]}{more}", parameter="strict")
     low = text.lower()
     return MeasuredRow(
         id=d["id"].strip() or f"line-{line}", line=line, engine=d["engine"].strip(), family=family,
-        version=parse_version(d.get("engine_version") or ""), model=d["model"].strip(),
+        version=version, model=d["model"].strip(),
         weights=weights, kv=kv, gpu=gpu, gpu_count=count, tp=tp, pp=pp,
         input_len=input_len, output_len=output_len, condition=condition, metric=metric, value=value,
         median="median" in low and "mean" not in low, source=(d.get("source") or "").strip(),
         assumed=tuple(notes), moe_tp=layout.get("moe_tp"), moe_ep=layout.get("moe_ep"),
-        attention_dp=layout.get("attention_dp"), step_tokens=step_tokens, step_tokens_cap=step_cap,
-        mixed_chunks=mixed,
+        attention_dp=adp, step_tokens=step_tokens, step_tokens_cap=step_cap,
+        mixed_chunks=mixed, requests=requests,
     )
 
 
