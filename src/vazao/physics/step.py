@@ -172,7 +172,7 @@ class ShardConstants:
         f = dep.weight_format
         key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
                dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace,
-               dep.attention_dp)
+               dep.attention_dp, dep.engine.pipeline_microbatches)
         hit = _SHARD_CACHE.get(key)
         if hit is None:
             if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
@@ -196,16 +196,20 @@ class ShardConstants:
         per_pair = m.attention_flops_per_pair / dtp
         routed = m.expert_params * m.moe_layers * m.experts_per_token if m.is_moe else 0.0
         act_inter = m.moe_intermediate_size * m.experts_per_token if m.is_moe else m.intermediate_size
+        # Pipelined micro-batches go at the pace of the slowest stage, the last, which holds the lm_head besides
+        # its share of the layers: a micro-batch's step (pp stages of the last one's length) costs the layers
+        # once and the lm_head pp times.
+        head = dep.pp if (dep.pp > 1 and dep.engine.pipeline_microbatches) else 1
         out = cls(
-            dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb) / dtp,
+            dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb * head) / dtp,
             expert_bytes=m.expert_params * m.moe_layers * wb / tp,
             num_experts=m.num_experts,
             experts_per_token=m.experts_per_token,
-            dense_weights_read=(m.shared_layer_params + m.lm_head_params) / dtp,
+            dense_weights_read=(m.shared_layer_params + m.lm_head_params * head) / dtp,
             dequant_flops_per_weight=f.dequant_flops_per_weight if f.weight_only else 0.0,
             matmul_flops_per_token=2.0 * (m.active_params - m.lm_head_params - routed) / dtp,
             expert_flops_per_token=2.0 * routed / dtp,
-            lm_head_flops_per_logit=2.0 * m.lm_head_params / dtp,
+            lm_head_flops_per_logit=2.0 * m.lm_head_params * head / dtp,
             attn_flops_per_pair_full=per_pair * m.full_attention_layers,
             attn_flops_per_pair_window=per_pair * m.sliding_window_layers,
             window=m.sliding_window,
