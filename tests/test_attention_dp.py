@@ -108,3 +108,24 @@ def test_the_perf_overview_moe_rows_are_read_with_attention_dp_and_its_dataset_s
     assert by["b"].assumed == ()
     assert by["c"].attention_dp is None  # one GPU: nothing to split
     assert by["d"].attention_dp == 1 and by["d"].requests is None  # stated in the layout; not the perf overview
+
+
+def test_an_estimate_s_batch_is_each_gpu_s_and_the_total_counts_them_all():
+    from vazao.analytic import estimate
+
+    adp = _dep("qwen3-30b-a3b", True, count=4, gpu="h200-sxm")
+    row = estimate(adp, [16], 1024, 256).rows[0]
+    assert row.tokens_per_s_per_request == pytest.approx(1 / row.decode_step_s)
+    assert row.tokens_per_s_total == pytest.approx(4 * 16 / row.decode_step_s)
+
+
+def test_the_simulator_serves_an_attention_dp_deployment_as_tp_engines():
+    from vazao.sim import simulate
+    from vazao.workload import workload_from_dict
+
+    w = workload_from_dict({"name": "t", "arrival": {"kind": "concurrency", "concurrency": 8}, "prompt": 512,
+                            "output": 32, "requests": 32, "seed": 1}, where="test")
+    res = simulate(_dep("qwen3-30b-a3b", True, count=4, gpu="h200-sxm"), w)
+    assert res.completed == 32 and res.errors == 0
+    # four engines share the eight clients: no engine runs more than its share at once
+    assert res.peak_running <= 8

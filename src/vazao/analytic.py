@@ -314,7 +314,8 @@ def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Ma
 
 def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:
     """Decode, prefill and TTFT at each batch size for prompts of `input_tokens` and answers of
-    `output_tokens`; a batch's prefill runs as one step over all its prompts (static batch)."""
+    `output_tokens`; a batch's prefill runs as one step over all its prompts (static batch). Under attention
+    data parallelism a batch is each GPU's: the replica runs tp of them, stepping together."""
     _check_lengths(input_tokens=input_tokens, output_tokens=output_tokens)
     for b in batches:
         _check_lengths(batch=b)
@@ -324,25 +325,26 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
     mean_ctx = input_tokens + output_tokens // 2
     rows = []
     gpus = dep.gpus_per_replica
+    ranks = dep.tp if dep.attention_dp else 1  # batches a replica's step runs at once
     for b in batches:
         dec = decode_cost(dep, b, mean_ctx)
         pre = prefill_cost(dep, b, input_tokens)
-        e_dec = step_energy(dep.accelerator, gpus, dec, b)
-        e_pre = step_energy(dep.accelerator, gpus, pre, b * input_tokens)
+        e_dec = step_energy(dep.accelerator, gpus, dec, b * ranks)
+        e_pre = step_energy(dep.accelerator, gpus, pre, b * ranks * input_tokens)
         rows.append(EstimateRow(
             batch=b,
             decode_step_s=dec.time_s,
             tokens_per_s_per_request=1.0 / dec.time_s,
-            tokens_per_s_total=b / dec.time_s * dep.replicas,
+            tokens_per_s_total=b * ranks / dec.time_s * dep.replicas,
             prefill_s=pre.time_s,
             ttft_s=pre.time_s + dep.engine.request_overhead_s,
             e2e_s=pre.time_s + dep.engine.request_overhead_s + (output_tokens - 1) * dec.time_s,
             bound=dec.bound,
             prefill_bound=pre.bound,
-            fits=f.weights_fit and b <= per_replica_cap,
+            fits=f.weights_fit and b * ranks <= per_replica_cap,
             decode=dec,
             prefill=pre,
-            tokens_per_s_band=deployment_band(dep, dec.bound, b / dec.time_s * dep.replicas),
+            tokens_per_s_band=deployment_band(dep, dec.bound, b * ranks / dec.time_s * dep.replicas),
             ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s,
                                       metric="ttft_ms"),
             decode_power_w=e_dec.power_w if e_dec else None,
