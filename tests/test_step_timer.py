@@ -31,6 +31,8 @@ DEPLOYMENTS = {
     "moe": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", engine="sglang"),
     "window": lambda: make_deployment("gemma-2-9b", "a100-sxm-80gb"),
     "tp2-pp2": lambda: make_deployment("llama-3.1-70b", "h100-sxm", count=4, tp=2, pp=2),
+    "expert-parallel": lambda: make_deployment("deepseek-v3", "h200-sxm", "fp8", count=8, engine="trtllm",
+                                               expert_parallel=8),
     "attention-dp": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", "fp8", count=4, engine="trtllm",
                                             attention_dp=True),
     "every-term": lambda: make_deployment(

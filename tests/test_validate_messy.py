@@ -100,18 +100,20 @@ def test_gemm_moe_precision_takes_the_engines_default_kv_and_says_so():
     assert row_deployment(row).kv_format.name == eng.kv_format_for("fp8")
 
 
-def test_parallel_layout_is_kept_on_the_row_attention_dp_applied_and_ep_approximated():
+def test_parallel_layout_is_kept_on_the_row_and_applied():
     row = one(AIC_00001)
     assert (row.moe_tp, row.moe_ep, row.attention_dp) == (8, 1, 1)
-    assert not any("expert" in n for n in row.assumed)  # moe_ep 1, attention_dp 1: nothing approximated
+    assert not any("expert" in n for n in row.assumed)  # a stated layout is read, not assumed
+    dep = row_deployment(row)
+    assert dep.tp == 8 and dep.expert_parallel == 1 and not dep.attention_dp
     ep = one(row_of(AIC_00001, notes="aggregated serving; moe_tp=1 moe_ep=8 attention_dp=1"))
-    assert (ep.moe_tp, ep.moe_ep, ep.attention_dp) == (1, 8, 1)
-    said(ep, "moe_ep=8", "approximated as tensor parallel")
+    assert (ep.moe_tp, ep.moe_ep, ep.attention_dp) == (1, 8, 1) and ep.assumed == row.assumed
     dep = row_deployment(ep)
-    assert dep.tp == 8 and dep.pp == 1 and not dep.attention_dp  # the deployment still comes from tp and pp
+    assert dep.tp == 8 and dep.pp == 1 and dep.expert_parallel == 8 and not dep.attention_dp
     dp = one(row_of(AIC_00001, notes="moe_tp=2 moe_ep=4 attention_dp=8"))
-    said(dp, "moe_ep=4", "approximated as tensor parallel")
-    assert dp.attention_dp == 8 and row_deployment(dp).attention_dp  # modelled, not approximated
+    assert dp.attention_dp == 8
+    dep = row_deployment(dp)
+    assert dep.attention_dp and dep.expert_parallel == 4
 
 
 def test_an_nvfp4_row_trtllm_cannot_run_on_hopper_reads_gpt_oss_own_mxfp4_checkpoint():

@@ -25,6 +25,9 @@ ENGINE = typer.Option(None, "--engine", "-e",
 ADP = typer.Option(False, "--attention-dp", help="Attention data parallelism (MoE models): each of the tp GPUs "
                    "runs attention and the dense layers whole for its own requests and KV; only the routed "
                    "experts are split (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention).")
+EP = typer.Option(1, "--ep", help="Expert parallelism (MoE models): the routed experts split this many ways "
+                  "as whole experts over the tp GPUs (must divide tp; TensorRT-LLM --ep, vLLM "
+                  "--enable-expert-parallel).")
 IDEAL = typer.Option(False, "--ideal", help="The physical limit: efficiencies 1, no overheads, all memory usable.")
 
 
@@ -33,7 +36,7 @@ def fit_cmd(
     model: str = MODEL, gpu: str = GPU, count: int = COUNT, fmt: str = FMT, kv: str = KV,
     context: int = typer.Option(8192, "--context", "-c", help="Tokens per sequence (prompt + answer)."),
     tp: int = TP, pp: int = PP, engine: str = ENGINE, ideal: bool = IDEAL, plot: Path = PLOT,
-    quiet: bool = QUIET, json_out: bool = JSON, attention_dp: bool = ADP,
+    quiet: bool = QUIET, json_out: bool = JSON, attention_dp: bool = ADP, ep: int = EP,
 ) -> None:
     """Does it fit? Weights, KV per token and per sequence, and how many sequences fit. --plot draws
     the memory per GPU: weights, runtime reserve, KV cache, what the engine's cap leaves."""
@@ -41,10 +44,10 @@ def fit_cmd(
     from vazao.physics.memory import fit
     from vazao.report.console import fit_lines, lifecycle_lines, print_lines
 
-    check_positive(count=count, context=context, tp=tp, pp=pp)
+    check_positive(count=count, context=context, tp=tp, pp=pp, ep=ep)
     check_plot(plot)
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
-                          attention_dp=attention_dp)
+                          attention_dp=attention_dp, expert_parallel=ep)
     f = fit(dep, context)
     alternatives = []
     if not f.fits and not ideal:
@@ -80,6 +83,7 @@ def estimate_cmd(
     quiet: bool = QUIET,
     json_out: bool = JSON,
     attention_dp: bool = ADP,
+    ep: int = EP,
 ) -> None:
     """How fast: decode and prefill per batch size, TTFT, tokens/s, crossover batch, latency floor.
     --plot draws each batch's decode and prefill step on the GPU's roofline."""
@@ -87,11 +91,11 @@ def estimate_cmd(
     from vazao.physics.deployment import make_deployment
     from vazao.report.console import estimate_footer, estimate_table, lifecycle_lines, print_lines
 
-    check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp)
+    check_positive(count=count, input=input_tokens, output=output_tokens, tp=tp, pp=pp, ep=ep)
     batches = parse_int_list(batch, "--batch")
     check_plot(plot)
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
-                         profile=profile, attention_dp=attention_dp)
+                         profile=profile, attention_dp=attention_dp, expert_parallel=ep)
     est = estimate(dep, batches, input_tokens, output_tokens)
     result = {"kind": "estimate", **dep.to_json(), "ideal": ideal, **est.to_json(),
               "lifecycle": dep.lifecycle.to_json()}

@@ -80,6 +80,8 @@ def simulate_cmd(
     pp: int = typer.Option(1, "--pp", help="Pipeline-parallel stages."),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="Attention data parallelism (MoE models): "
                                       "each of the tp GPUs serves its own requests; only the experts are split."),
+    ep: int = typer.Option(1, "--ep", help="Expert parallelism (MoE models): the experts split this many ways whole "
+                           "(must divide tp)."),
     engine: str = typer.Option(None, "--engine", "-e", help="Engine preset: vllm, sglang, trtllm, llama.cpp, naive "
                                 "(default: the GPU's own: vLLM on NVIDIA and AMD, llama.cpp on Apple, CPUs and GGUF)."),
     ideal: bool = typer.Option(False, "--ideal", help="Physical limit: efficiencies 1, no overheads."),
@@ -126,7 +128,7 @@ def simulate_cmd(
     from vazao.units import parse_duration
     from vazao.workload import load_workload
 
-    check_positive(count=count, tp=tp, pp=pp, requests=requests, max_context=max_context, max_seqs=max_seqs,
+    check_positive(count=count, tp=tp, pp=pp, ep=ep, requests=requests, max_context=max_context, max_seqs=max_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size, max_queue=max_queue, spec_k=spec_k)
     if seed is not None:
         number(seed, "--seed", minimum=0, maximum=limits.SEED_LIMIT - 1, integer=True)
@@ -144,7 +146,7 @@ def simulate_cmd(
                       rate=rates[0] if len(rates) == 1 else None,
                       concurrency=concs[0] if len(concs) == 1 else None)
     dep = make_deployment(model, gpu, fmt, kv, count=count, tp=tp, pp=pp, engine=engine, ideal=ideal,
-                         profile=profile, attention_dp=attention_dp)
+                         profile=profile, attention_dp=attention_dp, expert_parallel=ep)
     cfg = _sim_config(dep, kv_link, disagg, (spec_k, spec_alpha, spec_draft, spec_draft_ratio),
                       scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
                       max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,

@@ -50,6 +50,9 @@ class Deployment:
     # --data-parallel-size with expert parallelism): each of the tp GPUs runs attention, the dense layers and
     # the lm_head whole for its own requests and KV, and only the routed experts are split across the tp GPUs.
     attention_dp: bool = False
+    # Expert parallelism: the routed experts split `expert_parallel` ways as whole experts (each of the tp / ep
+    # groups splitting its experts' columns), TensorRT-LLM moe_ep / --ep, vLLM --enable-expert-parallel.
+    expert_parallel: int = 1
     # Exact weight bytes when known (a GGUF file's tensors); otherwise derived from the format.
     weights_bytes_override: float | None = None
     support_info: Support | None = field(default=None)
@@ -68,6 +71,14 @@ class Deployment:
         if self.pp > self.model.num_layers:
             raise VazaoError(f"pp={self.pp} exceeds the model's {self.model.num_layers} layers")
         check_tp(self.model, self.tp)
+        ep = self.expert_parallel
+        if isinstance(ep, bool) or not isinstance(ep, numbers.Integral) or ep < 1:
+            raise VazaoError(f"expert parallelism must be a positive integer, got {ep!r}")
+        if ep > 1 and not self.model.is_moe:
+            raise VazaoError(f"expert parallelism needs a mixture-of-experts model; {self.model.name} is dense")
+        if ep > 1 and (self.tp % ep or ep > self.model.num_experts):
+            raise VazaoError(f"expert parallelism {ep} must divide tp={self.tp} (the experts are split over the "
+                             f"tensor-parallel GPUs) and be at most the {self.model.num_experts} experts")
         if self.attention_dp and not self.model.is_moe:
             raise VazaoError(f"attention data parallelism needs a mixture-of-experts model; {self.model.name} is "
                              "dense (every layer would be a whole copy on each GPU: that is replicas, not tp)")
@@ -135,11 +146,13 @@ class Deployment:
         """What the deployment is, as `vazao fit/estimate --json` name it (ids and names, no objects)."""
         return {"model": self.model.name, "gpu": self.accelerator.id, "count": self.count, "tp": self.tp,
                 "pp": self.pp, "format": self.weight_format.name, "kv_format": self.kv_format.name,
-                "engine": self.engine.name, **({"attention_dp": True} if self.attention_dp else {})}
+                "engine": self.engine.name, **({"attention_dp": True} if self.attention_dp else {}),
+                **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
 
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""
         par += f" pp{self.pp}" if self.pp > 1 else ""
+        par += f" ep{self.expert_parallel}" if self.expert_parallel > 1 else ""
         par += " attention-dp" if self.attention_dp and self.tp > 1 else ""
         return (f"{self.model.name} {self.weight_format.name} on {self.count}× {self.accelerator.id}"
                 f"{par} ({self.engine.name})")
@@ -191,6 +204,7 @@ def make_deployment(
     profile: str | None = None,
     weights_bytes_override: float | None = None,
     attention_dp: bool = False,
+    expert_parallel: int = 1,
 ) -> Deployment:
     """The one way to build a Deployment, from names or objects; every command and library path
     calls it, so the same arguments give the same deployment everywhere.
@@ -204,7 +218,7 @@ def make_deployment(
     tp defaults to count / pp. Counts are checked (whole, positive, within vazao.limits) before
     anything is loaded. strict: refuse formats the engine cannot run (status 'unsupported') with the
     engine's reason. attention_dp: the tp GPUs split only the routed experts and each runs the rest for its
-    own requests (Deployment.attention_dp)."""
+    own requests (Deployment.attention_dp). expert_parallel: the routed experts split that many ways whole."""
     count = _count(count, "count (accelerators)", limits.MAX_GPUS)
     if tp is not None:
         tp = _count(tp, "tp", limits.MAX_PARALLEL)
@@ -241,7 +255,8 @@ def make_deployment(
         raise VazaoError(refused)
     dep = Deployment(model=model, weight_format=f, kv_format=k, accelerator=acc, engine=eng,
                      count=count, tp=tp, pp=pp, weights_bytes_override=weights_bytes_override,
-                     attention_dp=bool(attention_dp))
+                     attention_dp=bool(attention_dp),
+                     expert_parallel=_count(expert_parallel, "expert parallelism", limits.MAX_PARALLEL))
     if strict and dep.support.status == "unsupported":
         raise VazaoError(f"{f.name} on {acc.name}: {dep.support.reason}")
     return dep

@@ -79,6 +79,8 @@ class StepDeployment(DeploymentShape, Protocol):
     def support(self) -> Support: ...
     @property
     def consts(self) -> StepConstants: ...
+    @property
+    def expert_parallel(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,7 @@ class ShardConstants:
         f = dep.weight_format
         key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
                dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace,
-               dep.attention_dp, dep.engine.pipeline_microbatches)
+               dep.attention_dp, dep.engine.pipeline_microbatches, dep.expert_parallel)
         hit = _SHARD_CACHE.get(key)
         if hit is None:
             if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
@@ -222,7 +224,8 @@ class ShardConstants:
             pp_hops=dep.pp - 1,
             # the bytes a collective moves per token of this GPU's step: all tp GPUs' tokens under attention DP
             hidden_bytes_per_token=m.hidden_size * ACT_BYTES * (tp if adp else 1),
-            expert_shard_cols=m.moe_intermediate_size / tp if m.is_moe else 0.0,
+            # each expert's columns are split over the tp / ep GPUs that share it
+            expert_shard_cols=m.moe_intermediate_size * dep.expert_parallel / tp if m.is_moe else 0.0,
             expert_token_mult=tp if adp else 1,
         )
         return out

@@ -82,8 +82,11 @@ def row_deployment(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | Non
     acc = resolve_accelerator(row.gpu)
     # attention data parallelism over the tp GPUs where the row's layout (or its source's recipe) names it
     adp = (row.attention_dp or 0) > 1 and row.tp > 1 and model.is_moe
+    # the experts split whole over moe_ep GPUs where the layout names it (and it divides tp)
+    ep = row.moe_ep or 1
+    ep = ep if ep > 1 and model.is_moe and row.tp % ep == 0 and ep <= model.num_experts else 1
     return make_deployment(model, acc, fmt, kv, count=row.gpu_count, tp=row.tp, pp=row.pp, engine=eng,
-                           weights_bytes_override=exact, attention_dp=adp)
+                           weights_bytes_override=exact, attention_dp=adp, expert_parallel=ep)
 
 
 def _from_throughput(row: MeasuredRow, output_tok_s: float) -> float:
@@ -144,7 +147,7 @@ _SIM_CACHE: dict[tuple, tuple] = {}
 def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     return (dep.engine.key(), row.family, row.version, row.model, row.weights, dep.kv_format.name, row.gpu,
             row.gpu_count, row.tp, row.pp, row.input_len, row.output_len, row.condition, row.step_tokens,
-            row.step_tokens_cap, row.mixed_chunks, dep.attention_dp, requests)
+            row.step_tokens_cap, row.mixed_chunks, dep.attention_dp, dep.expert_parallel, requests)
 
 
 def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:

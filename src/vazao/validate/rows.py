@@ -286,13 +286,9 @@ def _parallel(d: dict, notes: list[str]) -> tuple[int, int, int]:
 
 
 def _layout(text: str, notes: list[str]) -> dict[str, int]:
-    """The serving file's moe_tp=A moe_ep=B attention_dp=C (kept on the row; attention DP is modelled,
-    expert parallelism is approximated as tensor parallel until the predictor models it)."""
-    found = {k.lower(): int(v) for k, v in _LAYOUT.findall(text)}
-    ep = found.get("moe_ep", 0)
-    if ep > 1:
-        _note(notes, f"expert parallel (moe_ep={ep}) approximated as tensor parallel")
-    return found
+    """The serving file's moe_tp=A moe_ep=B attention_dp=C, kept on the row for the predictor (expert and
+    attention data parallelism are modelled: validate/predict.py row_deployment)."""
+    return {k.lower(): int(v) for k, v in _LAYOUT.findall(text)}
 
 
 # TensorRT-LLM's performance overview (docs/source/performance/perf-overview.md, v1.0: "Reproducing Benchmarked
