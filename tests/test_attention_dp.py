@@ -129,3 +129,13 @@ def test_the_simulator_serves_an_attention_dp_deployment_as_tp_engines():
     assert res.completed == 32 and res.errors == 0
     # four engines share the eight clients: no engine runs more than its share at once
     assert res.peak_running <= 8
+
+
+def test_the_steady_point_counts_each_gpu_s_batch_and_all_of_them():
+    from vazao.analytic import steady_batch_limit, steady_point
+
+    adp = _dep("qwen3-30b-a3b", True, count=4, gpu="h200-sxm", engine="vllm")
+    cap = fit(adp, 2048 + 512).max_concurrent_sequences
+    assert steady_batch_limit(adp, 2048, 512) == min(cap // 4, adp.engine.max_num_seqs)
+    one = steady_point(adp, 2048, 512, 32)
+    assert one.output_tokens_per_s == pytest.approx(4 * 32 * 512 / (512 * one.tpot_s))

@@ -264,9 +264,11 @@ class SteadyPoint:
 
 
 def steady_batch_limit(dep: Deployment, input_tokens: int, output_tokens: int) -> int:
-    """Sequences one replica holds: KV capacity and the engine's max_num_seqs."""
+    """Sequences one replica holds: KV capacity and the engine's max_num_seqs; under attention data parallelism,
+    each GPU's (its engine's) share."""
     f = fit(dep, input_tokens + output_tokens)
-    return min(f.max_concurrent_sequences // max(1, dep.replicas), dep.engine.max_num_seqs)
+    ranks = dep.tp if dep.attention_dp else 1
+    return min(f.max_concurrent_sequences // max(1, dep.replicas) // ranks, dep.engine.max_num_seqs)
 
 
 def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: int,
@@ -276,7 +278,8 @@ def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: 
     read once for both) where the engine mixes prompts into decode steps, at a whole step of its own
     where it runs prompts first (EngineProfile.prefill_priority: the decoders wait through it, as
     sim.scheduler does); TPOT = cycle / output; TTFT = own prefill (of the uncached prompt tokens) +
-    one decode step; E2E = TTFT + (output − 1) × TPOT."""
+    one decode step; E2E = TTFT + (output − 1) × TPOT. Under attention data parallelism `batch` is each GPU's,
+    and the replica serves tp of them."""
     if input_tokens < 1 or output_tokens < 1 or batch < 1:
         raise VazaoError("input tokens, output tokens and batch must be positive")
     cached = min(cached_tokens, input_tokens - 1)
@@ -293,7 +296,8 @@ def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: 
     w_dec, w_pf = board_power_w(dep.accelerator, dec), board_power_w(dep.accelerator, pf)
     power = None if w_dec is None or w_pf is None else (output_tokens * t_dec * w_dec + batch * t_pf * w_pf) / cycle
     return SteadyPoint(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
-                       batch * output_tokens / cycle * dep.replicas, batch * t_pf / cycle, power)
+                       batch * output_tokens / cycle * dep.replicas * (dep.tp if dep.attention_dp else 1),
+                       batch * t_pf / cycle, power)
 
 
 def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,

@@ -162,7 +162,8 @@ def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, i
     if cfg.spec and cfg.spec.draft_model is not None:
         draft_w, draft_kv = SpecModel(cfg.spec, dep).memory()
         free = f.free_bytes_for_kv / dep.count - draft_w
-        tokens = int(max(0.0, free) / (f.kv_bytes_per_token_per_gpu + draft_kv))
+        # each GPU's tokens; under attention data parallelism the replica's tp GPUs hold their own
+        tokens = int(max(0.0, free) / (f.kv_bytes_per_token_per_gpu + draft_kv)) * (dep.tp if dep.attention_dp else 1)
     return tokens // cfg.block_size, tokens
 
 
