@@ -139,3 +139,12 @@ def test_the_steady_point_counts_each_gpu_s_batch_and_all_of_them():
     assert steady_batch_limit(adp, 2048, 512) == min(cap // 4, adp.engine.max_num_seqs)
     one = steady_point(adp, 2048, 512, 32)
     assert one.output_tokens_per_s == pytest.approx(4 * 32 * 512 / (512 * one.tpot_s))
+
+
+def test_a_pipeline_hand_off_carries_one_gpu_s_tokens_under_attention_dp():
+    plain = make_deployment("qwen3-30b-a3b", "h100-sxm", "fp8", count=8, tp=4, pp=2, engine="trtllm")
+    adp = make_deployment("qwen3-30b-a3b", "h100-sxm", "fp8", count=8, tp=4, pp=2, engine="trtllm",
+                          attention_dp=True)
+    # the step's activation bytes count the 4 GPUs' tokens, the hand-off only its own: the same bytes per token
+    per_token = adp.consts.p2p_s_per_byte * adp.consts.shard.hidden_bytes_per_token
+    assert per_token == pytest.approx(plain.consts.p2p_s_per_byte * plain.consts.shard.hidden_bytes_per_token)

@@ -416,8 +416,10 @@ class StepConstants(Generic[Num]):
                                         + intra_steps * INTRA_NODE_HOP_LATENCY_S)
         # roofline charges pp_hops × these: the per-hop mean of the hops inside a node and those across nodes
         hops = pp - 1
+        # a hand-off carries this GPU's own tokens; a step's activation bytes count all tp GPUs' tokens under
+        # attention data parallelism (ShardConstants.hidden_bytes_per_token), hence the division
         self.p2p_s_per_byte = (_pick(crossings > 0, ((hops - crossings) / link + crossings / cross_link) / hops,
-                                     1 / link) if pp > 1 else 0.0)
+                                     1 / link) / shard.expert_token_mult if pp > 1 else 0.0)
         self.p2p_latency_s = (P2P_LATENCY_S + crossings / hops * INTER_NODE_LATENCY_S
                               if (pp > 1 and eng.allreduce_latency_s) else 0.0)
         self.step_overhead_s = eng.step_overhead_s

@@ -285,7 +285,7 @@ def _parallel(d: dict, notes: list[str]) -> tuple[int, int, int]:
     return n, tp, pp
 
 
-def _layout(text: str, notes: list[str]) -> dict[str, int]:
+def _layout(text: str) -> dict[str, int]:
     """The serving file's moe_tp=A moe_ep=B attention_dp=C, kept on the row for the predictor (expert and
     attention data parallelism are modelled: validate/predict.py row_deployment)."""
     return {k.lower(): int(v) for k, v in _LAYOUT.findall(text)}
@@ -589,7 +589,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     if count % (tp * pp):
         raise VazaoError(f"gpu_count {count} is not a multiple of tp × pp = {tp * pp}")
     text = d.get("notes") or ""
-    layout = _layout(text, notes)
+    layout = _layout(text)
     moe_tp = layout.get("moe_tp") or 0
     if moe_tp > tp * pp and count == tp * pp:
         # the serving file's own contradiction (Qwen3-235B FP8 on "1 × H200", tp 1, notes moe_tp=2: 236 GB of
