@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.energy import board_power_w, electricity_usd_per_mtok, step_energy
-from vazao.physics.memory import Fit, fit
+from vazao.physics.memory import Fit, attention_ranks, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, StepCost, step_cost
 from vazao.resultfiles import from_document
@@ -267,7 +267,7 @@ def steady_batch_limit(dep: Deployment, input_tokens: int, output_tokens: int) -
     """Sequences one replica holds: KV capacity and the engine's max_num_seqs; under attention data parallelism,
     each GPU's (its engine's) share."""
     f = fit(dep, input_tokens + output_tokens)
-    ranks = dep.tp if dep.attention_dp else 1
+    ranks = attention_ranks(dep)
     return min(f.max_concurrent_sequences // max(1, dep.replicas) // ranks, dep.engine.max_num_seqs)
 
 
@@ -296,7 +296,7 @@ def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: 
     w_dec, w_pf = board_power_w(dep.accelerator, dec), board_power_w(dep.accelerator, pf)
     power = None if w_dec is None or w_pf is None else (output_tokens * t_dec * w_dec + batch * t_pf * w_pf) / cycle
     return SteadyPoint(batch, ttft, tpot, ttft + (output_tokens - 1) * tpot,
-                       batch * output_tokens / cycle * dep.replicas * (dep.tp if dep.attention_dp else 1),
+                       batch * output_tokens / cycle * dep.replicas * attention_ranks(dep),
                        batch * t_pf / cycle, power)
 
 
@@ -329,7 +329,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
     mean_ctx = input_tokens + output_tokens // 2
     rows = []
     gpus = dep.gpus_per_replica
-    ranks = dep.tp if dep.attention_dp else 1  # batches a replica's step runs at once
+    ranks = attention_ranks(dep)  # batches a replica's step runs at once
     for b in batches:
         dec = decode_cost(dep, b, mean_ctx)
         pre = prefill_cost(dep, b, input_tokens)

@@ -82,15 +82,16 @@ def kv_bytes_per_token_per_gpu(model: ModelArch, kv_bytes_per_element: float, tp
     return per_layer * model.num_layers / pp
 
 
-def kv_tp(dep: DeploymentShape) -> int:
-    """The tensor-parallel width the KV heads are split over: 1 under attention data parallelism, where
-    each GPU keeps every head of its own requests (and no head is replicated as tp > kv_heads does)."""
+def dense_tp(dep: DeploymentShape) -> int:
+    """The tensor-parallel width everything but the routed experts is split over, the KV heads included: 1
+    under attention data parallelism, where each GPU keeps all of it, every head of its own requests (and no
+    head is replicated as tp > kv_heads does)."""
     return 1 if dep.attention_dp else dep.tp
 
 
-def kv_token_share(dep: DeploymentShape) -> int:
-    """KV tokens of a replica per token one GPU holds: the tp GPUs each hold their own requests' whole
-    KV under attention data parallelism, and share every token otherwise."""
+def attention_ranks(dep: DeploymentShape) -> int:
+    """GPUs of a replica that each serve their own requests with their own KV cache: the tp GPUs under
+    attention data parallelism, else 1 (the tp GPUs share every request and every token)."""
     return dep.tp if dep.attention_dp else 1
 
 
@@ -181,7 +182,7 @@ def kv_bytes_per_sequence_per_gpu(dep: DeploymentShape, context: int) -> float:
     """One sequence's KV bytes on the GPU(s) holding it (layers split by pp, heads by tp unless attention
     is data-parallel, windows applied)."""
     model, kv_elt = dep.model, dep.kv_format.bytes_per_element
-    per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, kv_tp(dep), dep.pp)
+    per_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dense_tp(dep), dep.pp)
     return model.kv_bytes_per_sequence(context, kv_elt) * per_gpu / model.kv_bytes_per_token(kv_elt)
 
 
@@ -200,13 +201,13 @@ def fit(dep: DeploymentShape, context: int) -> Fit:
     free_per_gpu = free_bytes_per_gpu(dep)
     weights_fit = free_per_gpu >= 0
     kv_elt = dep.kv_format.bytes_per_element
-    kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, kv_tp(dep), dep.pp)
+    kv_tok_gpu = kv_bytes_per_token_per_gpu(model, kv_elt, dense_tp(dep), dep.pp)
     kv_tok = model.kv_bytes_per_token(kv_elt)
     kv_seq = model.kv_bytes_per_sequence(context, kv_elt)
     # Capacity of one replica: windowed layers make long sequences cheaper per token.
     kv_seq_gpu = kv_bytes_per_sequence_per_gpu(dep, context)
     free_pos = free_per_gpu if weights_fit else 0.0
-    share = kv_token_share(dep)
+    share = attention_ranks(dep)
     seqs = int(free_pos // kv_seq_gpu) * share * dep.replicas
     if not weights_fit:
         reason = (f"weights need {per_gpu_w / 1e9:.1f} GB per GPU but only "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vazao.physics.memory import attention_ranks
+
 if TYPE_CHECKING:
     from vazao.physics.deployment import Deployment
 
@@ -16,4 +18,4 @@ def microbatches(dep: Deployment) -> int:
     under attention data parallelism each of the tp GPUs with its own requests and KV cache (its scheduler
     batches them; the GPUs step together through the expert layers, which this counts as one step each)."""
     micro = dep.pp if dep.engine.pipeline_microbatches else 1
-    return micro * (dep.tp if dep.attention_dp else 1)
+    return micro * attention_ranks(dep)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, overload
 from vazao.physics.memory import (
     ACT_BYTES,
     DeploymentShape,
+    attention_ranks,
+    dense_tp,
     free_bytes_per_gpu,
     kv_bytes_per_token_per_gpu,
     weights_bytes,
@@ -189,8 +191,8 @@ class ShardConstants:
         # its share of the experts' work is its own tokens' worth (tp GPUs × n tokens over tp GPUs), and the
         # tokens meet the experts through a gather and a scatter of the tp GPUs' hidden states per MoE layer
         # (one all-reduce's volume).
-        adp = dep.attention_dp and tp > 1
-        dtp = 1 if adp else tp  # the split of everything but the routed experts
+        ranks = attention_ranks(dep)
+        dtp = dense_tp(dep)  # the split of everything but the routed experts
         scale = dep.weights_bytes / weights_bytes(m, f)  # GGUF: exact bytes scale every term alike
         wb, eb = f.weight_bits / 8 * scale, f.embed_bits / 8 * scale
         kv_tok = kv_bytes_per_token_per_gpu(m, dep.kv_format.bytes_per_element, dtp, 1)  # all layers, one rank
@@ -220,13 +222,13 @@ class ShardConstants:
             # Activations round-trip memory between unfused kernels; the physical limit keeps them on chip.
             act_bytes_per_token=(ACT_BYTES * m.num_layers * (4 * m.hidden_size + 3 * act_inter / dtp)
                                  if dep.engine.activation_workspace else 0.0),
-            allreduces_per_step=(m.moe_layers if adp else 2 * m.num_layers) if tp > 1 else 0,
+            allreduces_per_step=(m.moe_layers if ranks > 1 else 2 * m.num_layers) if tp > 1 else 0,
             pp_hops=dep.pp - 1,
             # the bytes a collective moves per token of this GPU's step: all tp GPUs' tokens under attention DP
-            hidden_bytes_per_token=m.hidden_size * ACT_BYTES * (tp if adp else 1),
+            hidden_bytes_per_token=m.hidden_size * ACT_BYTES * ranks,
             # each expert's columns are split over the tp / ep GPUs that share it
             expert_shard_cols=m.moe_intermediate_size * dep.expert_parallel / tp if m.is_moe else 0.0,
-            expert_token_mult=tp if adp else 1,
+            expert_token_mult=ranks,
         )
         return out
 

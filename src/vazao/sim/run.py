@@ -14,7 +14,7 @@ from vazao import limits
 from vazao.bands import Band, deployment_band
 from vazao.errors import VazaoError
 from vazao.physics.energy import board_power_w, electricity_usd_per_mtok, idle_power_w
-from vazao.physics.memory import fit
+from vazao.physics.memory import attention_ranks, fit
 from vazao.physics.pipeline import microbatches
 from vazao.physics.step import BatchShape, step_cost
 from vazao.resultfiles import from_document
@@ -163,7 +163,7 @@ def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, i
         draft_w, draft_kv = SpecModel(cfg.spec, dep).memory()
         free = f.free_bytes_for_kv / dep.count - draft_w
         # each GPU's tokens; under attention data parallelism the replica's tp GPUs hold their own
-        tokens = int(max(0.0, free) / (f.kv_bytes_per_token_per_gpu + draft_kv)) * (dep.tp if dep.attention_dp else 1)
+        tokens = int(max(0.0, free) / (f.kv_bytes_per_token_per_gpu + draft_kv)) * attention_ranks(dep)
     return tokens // cfg.block_size, tokens
 
 

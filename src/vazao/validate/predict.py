@@ -188,7 +188,7 @@ def _simulate(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
     else:
         arrival = {"kind": "concurrency", "concurrency": int(cond.value)}
     if cond.kind == "concurrency":
-        requests = int(round(CLOSED_LOOP_ROUNDS * int(cond.value)))
+        requests = CLOSED_LOOP_ROUNDS * int(cond.value)
     w = workload_from_dict({"name": row.id, "arrival": arrival, "prompt": row.input_len, "output": row.output_len,
                             "requests": requests, "seed": 1}, where=f"row {row.id}")
     cfg = SimConfig.from_engine(dep.engine, max_context=row.input_len + row.output_len + 1)
