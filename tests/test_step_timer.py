@@ -56,6 +56,9 @@ def test_any_step_is_step_cost(dep, n, new_per, ctx_per, emit):
     logits = n if emit else 0
     timer = StepTimer(dep.consts)
     assert timer.time(n, new, ctx, pairs, logits) == step_cost(dep, BatchShape(n, new, ctx, pairs, logits)).time_s
+    # the same step with its pairs decoding (MLA's latent-space attention on the DeepSeek deployment)
+    assert (timer.time(n, new, ctx, pairs, logits, pairs)
+            == step_cost(dep, BatchShape(n, new, ctx, pairs, logits, pairs)).time_s)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -64,7 +67,7 @@ def test_a_run_of_decode_steps_is_step_cost_step_by_step(dep, n, ctx_per, steps)
     timer = StepTimer(dep.consts)
     ctx = n * ctx_per
     # step j: every member one token longer; the first step's context + n is c0
-    expected = [step_cost(dep, BatchShape(n, n, ctx + j * n, ctx + j * n + n + 0.0, n)).time_s for j in range(steps)]
+    expected = [step_cost(dep, BatchShape.decode(n, ctx_per + j)).time_s for j in range(steps)]
     assert [timer.decode_time(n, ctx + j * n) for j in range(steps)] == expected
     shard = dep.consts.shard
     if shard.window and shard.kv_bytes_per_token_window:
@@ -81,3 +84,4 @@ def test_the_deployments_reach_the_branches():
     assert built["moe"].model.num_experts and built["int4"].weight_format.name == "int4-awq"
     assert built["window"].consts.shard.kv_bytes_per_token_window > 0
     assert built["tp2-pp2"].pp == 2 and built["every-term"].engine.host_overlap == 0.5
+    assert built["expert-parallel"].consts.shard.attn_flops_per_decode_pair_extra > 0  # MLA's decode

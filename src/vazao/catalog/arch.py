@@ -150,6 +150,18 @@ class ModelArch:
             return 2.0 * self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
         return 4.0 * self.num_heads * self.head_dim
 
+    @cached_property
+    def decode_attention_flops_per_pair(self) -> float:
+        """FLOPs per (query, key) pair per layer of a decoding query. MLA decodes in the latent space (the
+        up-projections absorbed into the query and the output: DeepSeek-V2 paper §2.1.2, FlashMLA, vLLM's and
+        SGLang's MLA decode backends): each head scores the kv_lora_rank + rope latent and sums the
+        kv_lora_rank values, 2·heads·(2·kv_lora_rank + rope) FLOPs, 3.4× the prompt's per-head form for
+        DeepSeek-V3 (278,528 against 81,920). Prompts keep that form (the latent expanded once per token).
+        Every other attention: the same as a prompt's."""
+        if self.is_mla:
+            return 2.0 * self.num_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        return self.attention_flops_per_pair
+
     # ---- parameters ---------------------------------------------------------------------
     @cached_property
     def attention_params_per_layer(self) -> int:

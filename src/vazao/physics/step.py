@@ -68,6 +68,9 @@ INTRA_NODE_HOP_LATENCY_S = 1.9e-6
 # stays the ring's 2(n - 1)/n: decode's messages are latency-bound, prefill's large ones go to NCCL.
 CUSTOM_ALLREDUCE_HOPS = 2
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
+# A sequence computing at most this many tokens in a step attends as a decode (MLA in its latent space): vLLM's
+# FlashMLA backend takes query lengths up to its speculative width as decodes, SGLang's target_verify likewise.
+DECODE_QUERY_TOKENS = 8
 
 
 class StepDeployment(DeploymentShape, Protocol):
@@ -92,37 +95,45 @@ class BatchShape:
     num_seqs: sequences in the step; new_tokens: tokens computed (sum over sequences);
     context_tokens: KV tokens already cached and read (sum over sequences);
     attention_pairs: query–key pairs scored (sum over sequences of new × (ctx + (new + 1)/2));
-    logit_tokens: tokens whose logits are computed (one per sequence that emits a token)."""
+    logit_tokens: tokens whose logits are computed (one per sequence that emits a token);
+    decode_pairs: of attention_pairs, those of sequences that decode (at most DECODE_QUERY_TOKENS new tokens:
+    a token, or a speculative verification), which MLA scores in its latent space (decode_attention_flops)."""
 
     num_seqs: int
     new_tokens: int
     context_tokens: int
     attention_pairs: float
     logit_tokens: int
+    decode_pairs: float = 0.0
 
     @classmethod
     def decode(cls, batch: int, context: int) -> BatchShape:
-        return cls(batch, batch, batch * context, batch * (context + 1.0), batch)
+        pairs = batch * (context + 1.0)
+        return cls(batch, batch, batch * context, pairs, batch, pairs)
 
     @classmethod
     def prefill(cls, batch: int, prompt: int, cached: int = 0) -> BatchShape:
         pairs = prompt * cached + prompt * (prompt + 1) / 2.0
-        return cls(batch, batch * prompt, batch * cached, batch * pairs, batch)
+        return cls(batch, batch * prompt, batch * cached, batch * pairs, batch,
+                   batch * pairs if prompt <= DECODE_QUERY_TOKENS else 0.0)
 
     @classmethod
     def from_sequences(cls, seqs: Iterable[tuple[int, int] | tuple[int, int, bool]]) -> BatchShape:
         """seqs: iterable of (new_tokens, cached_context, emits_token)."""
         n = new = ctx = logits = 0
-        pairs = 0.0
+        pairs = dec = 0.0
         for item in seqs:
             q, c = item[0], item[1]
             emits = item[2] if len(item) > 2 else True
             n += 1
             new += q
             ctx += c
-            pairs += q * (c + (q + 1) / 2.0)
+            p = q * (c + (q + 1) / 2.0)
+            pairs += p
+            if q <= DECODE_QUERY_TOKENS:
+                dec += p
             logits += 1 if emits else 0
-        return cls(n, new, ctx, pairs, logits)
+        return cls(n, new, ctx, pairs, logits, dec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +178,8 @@ class ShardConstants:
     # Under attention data parallelism a GPU's step of n tokens meets the routed experts with the n tokens of
     # each of the tp GPUs (they step together): tp, else 1.
     expert_token_mult: int = 1
+    # what a decoding query's pair costs beyond a prompt's (MLA's latent-space attention), summed over layers
+    attn_flops_per_decode_pair_extra: float = 0.0
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -229,6 +242,8 @@ class ShardConstants:
             # each expert's columns are split over the tp / ep GPUs that share it
             expert_shard_cols=m.moe_intermediate_size * dep.expert_parallel / tp if m.is_moe else 0.0,
             expert_token_mult=ranks,
+            attn_flops_per_decode_pair_extra=((m.decode_attention_flops_per_pair - m.attention_flops_per_pair)
+                                              / dtp * m.full_attention_layers),
         )
         return out
 
@@ -486,6 +501,14 @@ def _windowed(s: ShardConstants, n: int, new: int, ctx: float, pairs: float) -> 
     return ctx, pairs
 
 
+def _attn_flops(s: ShardConstants, pairs: float, win_pairs: float, decode_pairs: float) -> float:
+    """Attention FLOPs of a step's pairs (step_work and StepTimer.time): a decoding pair's extra after the rest."""
+    flops = s.attn_flops_per_pair_full * pairs + s.attn_flops_per_pair_window * win_pairs
+    if s.attn_flops_per_decode_pair_extra:
+        flops = flops + s.attn_flops_per_decode_pair_extra * decode_pairs
+    return flops
+
+
 def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
     win_ctx, win_pairs = _windowed(s, n, new, ctx, shape.attention_pairs)
@@ -498,7 +521,7 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
         matmul_flops=s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * shape.logit_tokens,
         expert_flops=s.expert_flops_per_token * new,
         expert_tokens=new * s.expert_token_mult * s.experts_per_token / touched if touched else 0.0,
-        attn_flops=s.attn_flops_per_pair_full * shape.attention_pairs + s.attn_flops_per_pair_window * win_pairs,
+        attn_flops=_attn_flops(s, shape.attention_pairs, win_pairs, shape.decode_pairs),
         dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
         bytes=weight_bytes + s.act_bytes_per_token * new,
         kv_bytes=kv_bytes,
@@ -566,14 +589,17 @@ SHORT_RUN = 32  # decode steps up to which StepTimer.decode_list costs them one 
 
 
 def _decode_side(cn: NDArray[np.float64], full: float, window: float, div: float, pre: float,
-                 post: tuple[float, ...]) -> NDArray[np.float64]:
+                 post: tuple[float, ...], extra: float = 0.0) -> NDArray[np.float64]:
     """One side of a run of decode steps' roofline, elementwise over the steps' ctx + n (`cn`): pre +
-    (cn·full [+ cn·window]) / div + each post term, in roofline's order (StepTimer.decode_times)."""
+    (cn·full [+ cn·window] [+ cn·extra]) / div + each post term, in roofline's order (StepTimer.decode_times;
+    `extra`: a decoding pair's, _attn_flops)."""
     import numpy as np
 
     side = np.multiply(cn, full)
     if window:
         side += cn * window
+    if extra:
+        side += cn * extra
     side /= div
     np.add(pre, side, out=side)
     for x in post:
@@ -611,8 +637,8 @@ class StepTimer:
         """Scalar constants only: a grid sweep's hold numpy arrays over accelerators."""
         return not any(_is_array(getattr(c, k)) for k in StepConstants.__slots__ if k != "shard")
 
-    def time(self, n: int, new: int, ctx: int, pairs: float, logits: int) -> float:
-        """step_cost(dep, BatchShape(n, new, ctx, pairs, logits)).time_s."""
+    def time(self, n: int, new: int, ctx: int, pairs: float, logits: int, decode_pairs: float = 0.0) -> float:
+        """step_cost(dep, BatchShape(n, new, ctx, pairs, logits, decode_pairs)).time_s."""
         if new <= 0 or n <= 0:
             return 0.0
         s, c = self.s, self.c
@@ -620,7 +646,7 @@ class StepTimer:
         win_ctx, win_pairs = _windowed(s, n, new, ctx, pairs)
         touched, weight_bytes, matmul_flops, dequant_flops, expert_bytes, act, dense_eff = self._weights(new, logits)
         kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
-        attn_flops = s.attn_flops_per_pair_full * pairs + s.attn_flops_per_pair_window * win_pairs
+        attn_flops = _attn_flops(s, pairs, win_pairs, decode_pairs)
         # roofline
         ramp = c.ramp_tokens
         compute_s = (matmul_flops / (c.matmul_peak * dense_eff) + attn_flops / self._attn_div
@@ -635,7 +661,7 @@ class StepTimer:
         return _settle(c, compute_s, memory_s, _comm_s(c, act), overhead_s)[1]
 
     def decode_time(self, n: int, ctx: int) -> float:
-        """time(n, n, ctx, ctx + n + 0.0, n): one decode step of n sequences holding ctx tokens."""
+        """time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0): one decode step of n sequences holding ctx tokens."""
         terms = self._per_n.get(n)
         if terms is None:
             if n <= 0:
@@ -643,12 +669,20 @@ class StepTimer:
             terms = self._terms(n, 0)
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
         if not self._plain or compute_post or memory_post or comm_s:
-            return self.time(n, n, ctx, ctx + n + 0.0, n)
+            return self.time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0)
         s = self.s
         cn = ctx + n
-        compute_s = compute_pre + s.attn_flops_per_pair_full * cn / self._attn_div
+        compute_s = compute_pre + self._decode_attn(cn) / self._attn_div
         memory_s = memory_pre + s.kv_bytes_per_token_full * cn / self._kv_div
         return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+
+    def _decode_attn(self, cn: float) -> float:
+        """_attn_flops of a decode step whose pairs (all decoding) are cn: the same operations."""
+        s = self.s
+        flops = s.attn_flops_per_pair_full * cn
+        if s.attn_flops_per_decode_pair_extra:
+            flops = flops + s.attn_flops_per_decode_pair_extra * cn
+        return flops
 
     def _weights(self, new: int, logits: int) -> tuple[float, float, float, float, float, float, float]:
         """What a step of `new` tokens (`logits` of them emitting) reads and computes of the weights, as
@@ -702,7 +736,7 @@ class StepTimer:
         if self.c.unhidden or s.attn_flops_per_pair_window or s.kv_bytes_per_token_window:
             return False
         compute_pre, compute_post, memory_pre, memory_post = terms[:4]
-        compute_last = compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div
+        compute_last = compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div
         for x in compute_post:
             compute_last += x
         memory_first = memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div
@@ -722,7 +756,7 @@ class StepTimer:
         if m <= SHORT_RUN and self._plain and not (compute_post or memory_post or comm_s):
             s = self.s
             kv, kv_div = s.kv_bytes_per_token_full, self._kv_div
-            if compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div < (
+            if compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div < (
                     memory_pre + kv * c0 / kv_div):  # _memory_bound
                 return [memory_pre + kv * cn / kv_div + overhead_s for cn in range(c0, c0 + n * m, n)]
         import numpy as np
@@ -749,7 +783,7 @@ class StepTimer:
         cn = np.add(steps[:m], c0, out=out)
         if self._plain and not (compute_post or memory_post or comm_s):  # as in decode_list
             # a dense model's decode on one GPU: _memory_bound and the memory branch without its zero terms
-            if (compute_pre + s.attn_flops_per_pair_full * (c0 + n * (m - 1)) / self._attn_div
+            if (compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div
                     < memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div):
                 cn *= s.kv_bytes_per_token_full
                 cn /= self._kv_div
@@ -766,7 +800,7 @@ class StepTimer:
             return
         # compute_s = matmul + attention (+ dequant + experts); attention over pairs = ctx + n
         compute = _decode_side(cn, s.attn_flops_per_pair_full, s.attn_flops_per_pair_window, self._attn_div,
-                               compute_pre, compute_post)
+                               compute_pre, compute_post, s.attn_flops_per_decode_pair_extra)
         # memory_s = weights and activations + KV of ctx + new tokens (+ experts + offload)
         memory = _decode_side(cn, s.kv_bytes_per_token_full, s.kv_bytes_per_token_window, self._kv_div,
                               memory_pre, memory_post)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from vazao.physics.step import BatchShape, StepTimer, step_cost
+from vazao.physics.step import DECODE_QUERY_TOKENS, BatchShape, StepTimer, step_cost
 
 if TYPE_CHECKING:
     from collections import deque
@@ -273,23 +273,29 @@ class Scheduler:
         if spec is not None and n_dec:
             q = spec.k + 1
             nseq, new, ctx, pairs, logits = n_dec, n_dec * q, ctx_dec, q * ctx_dec + n_dec * q * (q + 1) / 2, n_dec * q
+            dec = pairs if q <= DECODE_QUERY_TOKENS else 0.0
         else:
             nseq, new, ctx, pairs, logits = n_dec, n_dec, ctx_dec, ctx_dec + n_dec, n_dec
+            dec = pairs
         p_n = p_new = p_ctx = p_logits = 0
-        p_pairs = 0.0
+        p_pairs = p_dec = 0.0
         for seq, m in e.chunks:
             c = seq.computed
             p_n += 1
             p_new += m
             p_ctx += c
-            p_pairs += m * (c + (m + 1) / 2.0)
+            pp = m * (c + (m + 1) / 2.0)
+            p_pairs += pp
+            if m <= DECODE_QUERY_TOKENS:  # a chunk this short attends as a decode (BatchShape.from_sequences)
+                p_dec += pp
             p_logits += c + m == seq.target
         if self.cost is step_cost and self.timer is not None:
-            t = self.timer.time(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
+            t = self.timer.time(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits,
+                                dec + p_dec)
         else:
-            shape = BatchShape(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits)
+            shape = BatchShape(nseq + p_n, new + p_new, ctx + p_ctx, pairs + p_pairs, logits + p_logits, dec + p_dec)
             t = self.cost(self.dep, shape).time_s
         if spec is not None:
-            pre = BatchShape(p_n, p_new, p_ctx, p_pairs, p_logits) if p_n else None
+            pre = BatchShape(p_n, p_new, p_ctx, p_pairs, p_logits, p_dec) if p_n else None
             t += spec.draft_s(n_dec, ctx_dec, pre)
         return t

@@ -68,11 +68,12 @@ class SpecModel:
         t = 0.0
         if n_decode:
             if self.draft is None:  # ratio × a target decode step, k times
-                t += self.k * self._pass_s(BatchShape(n_decode, n_decode, ctx_sum, ctx_sum + n_decode, n_decode))
+                t += self.k * self._pass_s(BatchShape(n_decode, n_decode, ctx_sum, ctx_sum + n_decode, n_decode,
+                                                      ctx_sum + n_decode))
             else:
                 for i in range(self.k):
                     ctx = ctx_sum + i * n_decode
-                    t += self._pass_s(BatchShape(n_decode, n_decode, ctx, ctx + n_decode, n_decode))
+                    t += self._pass_s(BatchShape(n_decode, n_decode, ctx, ctx + n_decode, n_decode, ctx + n_decode))
         if prefill is not None and prefill.new_tokens:
             t += self._pass_s(prefill)
         return t
