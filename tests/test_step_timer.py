@@ -30,6 +30,9 @@ DEPLOYMENTS = {
     "int4": lambda: make_deployment("llama-3.1-8b", "l4", "int4-awq"),
     "moe": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", engine="sglang"),
     "window": lambda: make_deployment("gemma-2-9b", "a100-sxm-80gb"),
+    "scores": lambda: make_deployment("llama-3.1-8b", "rtx-4090", "q4_k_m", engine="llama.cpp"),
+    "scores-plain": lambda: make_deployment("llama-3.1-8b", "a100-sxm-80gb", engine=_profile(
+        "llama.cpp", roofline_overlap=1.0, host_overlap=0.0)),
     "tp2-pp2": lambda: make_deployment("llama-3.1-70b", "h100-sxm", count=4, tp=2, pp=2),
     "expert-parallel": lambda: make_deployment("deepseek-v3", "h200-sxm", "fp8", count=8, engine="trtllm",
                                                expert_parallel=8),
@@ -85,3 +88,6 @@ def test_the_deployments_reach_the_branches():
     assert built["window"].consts.shard.kv_bytes_per_token_window > 0
     assert built["tp2-pp2"].pp == 2 and built["every-term"].engine.host_overlap == 0.5
     assert built["expert-parallel"].consts.shard.attn_flops_per_decode_pair_extra > 0  # MLA's decode
+    assert built["scores"].consts.shard.score_bytes_per_pair_full > 0  # an unfused engine's score matrix
+    plain = StepTimer(built["scores-plain"].consts)
+    assert plain._plain and not any(plain._decode_terms(8)[k] for k in (1, 3, 4))  # the memory-only fast path

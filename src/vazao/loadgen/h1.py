@@ -40,6 +40,7 @@ from urllib.parse import quote, urlsplit
 
 from vazao import limits
 from vazao.loadgen.redact import cut
+from vazao.loadgen.waits import within
 
 __all__ = ["Abort", "Exchange", "Origin", "Pool", "roundtrip"]
 
@@ -598,7 +599,8 @@ class Pool:
                     error = exc
             raise error or OSError(f"no address for {origin.host}")
 
-        conn = await asyncio.wait_for(attempt(), self.connect_timeout_s)
+        # a connection made as the request is cancelled is closed, not left open (loadgen/waits.py)
+        conn = await within(attempt(), self.connect_timeout_s, abandon=lambda late: late.close())
         self.open.add(conn)
         return conn
 

@@ -26,6 +26,7 @@ from vazao.loadgen.cpu import CpuMonitor, CpuReport
 from vazao.loadgen.progress import LiveProgress
 from vazao.loadgen.prompts import PromptBuilder
 from vazao.loadgen.records import RecordLog
+from vazao.loadgen.waits import within
 from vazao.results import SLO, RequestRecord, RunSummary, summarize
 
 if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type
@@ -217,7 +218,10 @@ class _Level:
             else:
                 remaining = deadline - pc()
                 try:
-                    await asyncio.wait_for(sem.acquire(), None if math.isinf(remaining) else remaining)
+                    if math.isinf(remaining):
+                        await sem.acquire()
+                    else:  # not asyncio.wait_for: it can lose an interrupt (loadgen/waits.py)
+                        await within(sem.acquire(), remaining, abandon=lambda _: sem.release())
                 except asyncio.TimeoutError:
                     stopped = self.out_of_time()
                     break

@@ -24,6 +24,7 @@ from vazao.loadgen.preflight import BenchRefused, Preflight, preflight
 from vazao.loadgen.progress import LiveProgress
 from vazao.loadgen.prompts import Dataset, PromptBuilder, TextMaker
 from vazao.loadgen.records import RecordLog, default_records_path, new_run_id
+from vazao.loadgen.waits import within
 from vazao.results import SLO, RequestRecord, RunSummary
 
 __all__ = ["FATAL_KINDS", "BenchConfig", "BenchResult", "Outcome", "Verdict", "run_bench"]
@@ -314,8 +315,7 @@ async def _preflight(client: StreamClient, maker: TextMaker, log: RecordLog, pro
     if deadline is None:
         return await preflight(client, maker, log, probe=probe)
     try:
-        return await asyncio.wait_for(preflight(client, maker, log, probe=probe),
-                                      max(0.0, deadline - time.perf_counter()))
+        return await within(preflight(client, maker, log, probe=probe), max(0.0, deadline - time.perf_counter()))
     except asyncio.TimeoutError:
         raise BenchRefused("the run's time limit (max_time_s) ran out during the pre-flight "
                            "(server facts and probe requests)") from None

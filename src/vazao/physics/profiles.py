@@ -101,6 +101,11 @@ class EngineProfile:
     stream_ceiling_bytes_per_s: float = 0.0
     compute_ceiling_flops: float = 0.0
     attention_compute_efficiency: float = 1.0
+    # Bytes of attention scores an engine's kernels write and read back per (query, key) pair per head per
+    # layer: 0 where attention is one fused kernel (FlashAttention, FlashInfer, TensorRT-LLM's FMHA); an
+    # unfused graph materializes the score matrix (llama.cpp without -fa: ggml's KQ product writes it in F32,
+    # soft_max reads and rewrites it, the KQV product reads it: 4 × 4 bytes). Charged as attention traffic.
+    attention_score_bytes: float = 0.0
     roofline_overlap: float = 1.0
     pipeline_bubble: float = 0.0
     dequant_factor: float = 1.0

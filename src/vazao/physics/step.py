@@ -180,6 +180,9 @@ class ShardConstants:
     expert_token_mult: int = 1
     # what a decoding query's pair costs beyond a prompt's (MLA's latent-space attention), summed over layers
     attn_flops_per_decode_pair_extra: float = 0.0
+    # bytes of materialized attention scores per pair (an unfused engine's: EngineProfile.attention_score_bytes)
+    score_bytes_per_pair_full: float = 0.0
+    score_bytes_per_pair_window: float = 0.0
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -189,7 +192,8 @@ class ShardConstants:
         f = dep.weight_format
         key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
                dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace,
-               dep.attention_dp, dep.engine.pipeline_microbatches, dep.expert_parallel)
+               dep.attention_dp, dep.engine.pipeline_microbatches, dep.expert_parallel,
+               dep.engine.attention_score_bytes)
         hit = _SHARD_CACHE.get(key)
         if hit is None:
             if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
@@ -244,6 +248,9 @@ class ShardConstants:
             expert_token_mult=ranks,
             attn_flops_per_decode_pair_extra=((m.decode_attention_flops_per_pair - m.attention_flops_per_pair)
                                               / dtp * m.full_attention_layers),
+            score_bytes_per_pair_full=dep.engine.attention_score_bytes * m.num_heads / dtp * m.full_attention_layers,
+            score_bytes_per_pair_window=(dep.engine.attention_score_bytes * m.num_heads / dtp
+                                         * m.sliding_window_layers),
         )
         return out
 
@@ -509,12 +516,23 @@ def _attn_flops(s: ShardConstants, pairs: float, win_pairs: float, decode_pairs:
     return flops
 
 
+def _kv_bytes(s: ShardConstants, ctx: float, new: int, win_ctx: float, pairs: float, win_pairs: float) -> float:
+    """A step's attention traffic (step_work and StepTimer.time): the KV cache read and written, then the
+    scores an unfused engine materializes."""
+    kv = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
+    if s.score_bytes_per_pair_full:
+        kv = kv + s.score_bytes_per_pair_full * pairs
+        if s.score_bytes_per_pair_window:
+            kv = kv + s.score_bytes_per_pair_window * win_pairs
+    return kv
+
+
 def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
     win_ctx, win_pairs = _windowed(s, n, new, ctx, shape.attention_pairs)
     touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)
     weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
-    kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
+    kv_bytes = _kv_bytes(s, ctx, new, win_ctx, shape.attention_pairs, win_pairs)
     return StepWork(
         num_seqs=n,
         new_tokens=new,
@@ -592,7 +610,7 @@ def _decode_side(cn: NDArray[np.float64], full: float, window: float, div: float
                  post: tuple[float, ...], extra: float = 0.0) -> NDArray[np.float64]:
     """One side of a run of decode steps' roofline, elementwise over the steps' ctx + n (`cn`): pre +
     (cn·full [+ cn·window] [+ cn·extra]) / div + each post term, in roofline's order (StepTimer.decode_times;
-    `extra`: a decoding pair's, _attn_flops)."""
+    `extra`: a decoding pair's FLOPs, _attn_flops, or a pair's materialized score bytes, _kv_bytes)."""
     import numpy as np
 
     side = np.multiply(cn, full)
@@ -645,7 +663,7 @@ class StepTimer:
         # step_work
         win_ctx, win_pairs = _windowed(s, n, new, ctx, pairs)
         touched, weight_bytes, matmul_flops, dequant_flops, expert_bytes, act, dense_eff = self._weights(new, logits)
-        kv_bytes = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
+        kv_bytes = _kv_bytes(s, ctx, new, win_ctx, pairs, win_pairs)
         attn_flops = _attn_flops(s, pairs, win_pairs, decode_pairs)
         # roofline
         ramp = c.ramp_tokens
@@ -670,11 +688,28 @@ class StepTimer:
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
         if not self._plain or compute_post or memory_post or comm_s:
             return self.time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0)
-        s = self.s
         cn = ctx + n
         compute_s = compute_pre + self._decode_attn(cn) / self._attn_div
-        memory_s = memory_pre + s.kv_bytes_per_token_full * cn / self._kv_div
+        memory_s = memory_pre + self._decode_kv(cn) / self._kv_div
         return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+
+    def _decode_kv(self, cn: float) -> float:
+        """_kv_bytes of a decode step whose KV tokens and pairs (all full-attention) are both cn."""
+        s = self.s
+        kv = s.kv_bytes_per_token_full * cn
+        if s.score_bytes_per_pair_full:
+            kv = kv + s.score_bytes_per_pair_full * cn
+        return kv
+
+    def _kv_in_place(self, cn: NDArray[np.float64]) -> None:
+        """_decode_kv elementwise, in place: cn·kv [+ cn·score]."""
+        s = self.s
+        if s.score_bytes_per_pair_full:
+            score = cn * s.score_bytes_per_pair_full
+            cn *= s.kv_bytes_per_token_full
+            cn += score
+        else:
+            cn *= s.kv_bytes_per_token_full
 
     def _decode_attn(self, cn: float) -> float:
         """_attn_flops of a decode step whose pairs (all decoding) are cn: the same operations."""
@@ -739,7 +774,7 @@ class StepTimer:
         compute_last = compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div
         for x in compute_post:
             compute_last += x
-        memory_first = memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div
+        memory_first = memory_pre + self._decode_kv(c0) / self._kv_div
         for x in memory_post:
             memory_first += x
         return compute_last < memory_first
@@ -754,11 +789,10 @@ class StepTimer:
             terms = self._terms(n, m)
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
         if m <= SHORT_RUN and self._plain and not (compute_post or memory_post or comm_s):
-            s = self.s
-            kv, kv_div = s.kv_bytes_per_token_full, self._kv_div
+            kv, kv_div = self._decode_kv, self._kv_div
             if compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div < (
-                    memory_pre + kv * c0 / kv_div):  # _memory_bound
-                return [memory_pre + kv * cn / kv_div + overhead_s for cn in range(c0, c0 + n * m, n)]
+                    memory_pre + kv(c0) / kv_div):  # _memory_bound
+                return [memory_pre + kv(cn) / kv_div + overhead_s for cn in range(c0, c0 + n * m, n)]
         import numpy as np
 
         out = np.empty(m)
@@ -784,14 +818,14 @@ class StepTimer:
         if self._plain and not (compute_post or memory_post or comm_s):  # as in decode_list
             # a dense model's decode on one GPU: _memory_bound and the memory branch without its zero terms
             if (compute_pre + self._decode_attn(c0 + n * (m - 1)) / self._attn_div
-                    < memory_pre + s.kv_bytes_per_token_full * c0 / self._kv_div):
-                cn *= s.kv_bytes_per_token_full
+                    < memory_pre + self._decode_kv(c0) / self._kv_div):
+                self._kv_in_place(cn)
                 cn /= self._kv_div
                 cn += memory_pre
                 cn += overhead_s
                 return
         elif self._memory_bound(terms, n, c0, m):
-            cn *= s.kv_bytes_per_token_full
+            self._kv_in_place(cn)
             cn /= self._kv_div
             np.add(memory_pre, cn, out=cn)
             for x in memory_post:
@@ -803,7 +837,7 @@ class StepTimer:
                                compute_pre, compute_post, s.attn_flops_per_decode_pair_extra)
         # memory_s = weights and activations + KV of ctx + new tokens (+ experts + offload)
         memory = _decode_side(cn, s.kv_bytes_per_token_full, s.kv_bytes_per_token_window, self._kv_div,
-                              memory_pre, memory_post)
+                              memory_pre, memory_post, s.score_bytes_per_pair_full)
         if c.unhidden:
             work = np.maximum(compute, memory)
             compute += memory  # compute_s + memory_s - work_s, as roofline groups it
