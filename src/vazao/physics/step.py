@@ -603,6 +603,15 @@ def step_cost(dep: StepDeployment, shape: BatchShape) -> StepCost:
     return StepCost(compute_s, memory_s, comm_s, overhead_s, time_s, bound, w.flops, w.bytes + w.kv_bytes)
 
 
+def _per_cn(first: float, extra: float, cn: float) -> float:
+    """first·cn [+ extra·cn], in the order _attn_flops and _kv_bytes add them: a decode step's attention FLOPs
+    (and MLA's decoding extra) or its KV bytes (and an unfused engine's scores), its pairs and tokens both cn."""
+    x = first * cn
+    if extra:
+        x = x + extra * cn
+    return x
+
+
 SHORT_RUN = 32  # decode steps up to which StepTimer.decode_list costs them one by one
 
 
@@ -695,11 +704,7 @@ class StepTimer:
 
     def _decode_kv(self, cn: float) -> float:
         """_kv_bytes of a decode step whose KV tokens and pairs (all full-attention) are both cn."""
-        s = self.s
-        kv = s.kv_bytes_per_token_full * cn
-        if s.score_bytes_per_pair_full:
-            kv = kv + s.score_bytes_per_pair_full * cn
-        return kv
+        return _per_cn(self.s.kv_bytes_per_token_full, self.s.score_bytes_per_pair_full, cn)
 
     def _kv_in_place(self, cn: NDArray[np.float64]) -> None:
         """_decode_kv elementwise, in place: cn·kv [+ cn·score]."""
@@ -713,11 +718,7 @@ class StepTimer:
 
     def _decode_attn(self, cn: float) -> float:
         """_attn_flops of a decode step whose pairs (all decoding) are cn: the same operations."""
-        s = self.s
-        flops = s.attn_flops_per_pair_full * cn
-        if s.attn_flops_per_decode_pair_extra:
-            flops = flops + s.attn_flops_per_decode_pair_extra * cn
-        return flops
+        return _per_cn(self.s.attn_flops_per_pair_full, self.s.attn_flops_per_decode_pair_extra, cn)
 
     def _weights(self, new: int, logits: int) -> tuple[float, float, float, float, float, float, float]:
         """What a step of `new` tokens (`logits` of them emitting) reads and computes of the weights, as
