@@ -6,6 +6,10 @@ TensorRT-LLM) write none."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from vazao.physics.deployment import make_deployment
 from vazao.physics.prompt import prompt_prefill
 from vazao.physics.step import BatchShape, step_cost
@@ -38,3 +42,16 @@ def test_long_prompts_slow_down_more_where_compute_outruns_bandwidth():
         dep = make_deployment("llama-3-8b", gpu, "q4_k_m", engine="llama.cpp")
         return (4096 / prompt_prefill(dep, 4096).time_s) / (512 / prompt_prefill(dep, 512).time_s)
     assert ratio("l40s") < ratio("apple-m2-ultra")
+
+
+def test_a_model_windowed_in_every_layer_pays_its_windowed_scores():
+    """Mistral 7B v0.1 attends through a 4,096-token window in all 32 layers: its scores are the windowed
+    layers' (a 512-token ubatch past 8,192 cached tokens scores 512 × 4,096 pairs per head, not 512 × 8,448)."""
+    dep = make_deployment("mistral-7b", "l40s", "q4_k_m", engine="llama.cpp")
+    s = dep.consts.shard
+    assert s.score_bytes_per_pair_full == 0.0 and s.score_bytes_per_pair_window == 16 * 32 * 32
+    shape = BatchShape.prefill(1, 512, cached=8192)
+    bare = make_deployment("mistral-7b", "l40s", "q4_k_m", engine=dataclasses.replace(dep.engine,
+                                                                                       attention_score_bytes=0.0))
+    extra = step_cost(dep, shape).bytes - step_cost(bare, shape).bytes
+    assert extra == pytest.approx(s.score_bytes_per_pair_window * 512 * 4096, rel=1e-3)

@@ -522,8 +522,8 @@ def _kv_bytes(s: ShardConstants, ctx: float, new: int, win_ctx: float, pairs: fl
     kv = s.kv_bytes_per_token_full * (ctx + new) + s.kv_bytes_per_token_window * (win_ctx + new)
     if s.score_bytes_per_pair_full:
         kv = kv + s.score_bytes_per_pair_full * pairs
-        if s.score_bytes_per_pair_window:
-            kv = kv + s.score_bytes_per_pair_window * win_pairs
+    if s.score_bytes_per_pair_window:  # a model whose every layer is windowed has only these
+        kv = kv + s.score_bytes_per_pair_window * win_pairs
     return kv
 
 
