@@ -137,6 +137,9 @@ MAX_TOP_LOGPROBS = 20  # alternatives per position: OpenAI's API accepts at most
 
 # ---- engine profile files (--profile) ------------------------------------------------------------------------
 MAX_CUSTOM_ALLREDUCE_GPUS = 72  # custom_allreduce_gpus: the largest NVLink domain sold (GB200 NVL72)
+# attention_score_bytes: bytes of one materialized score per pair and head; an F32 score written, rewritten and
+# read a few times (llama.cpp's graph moves 16) stays far below this
+MAX_ATTENTION_SCORE_BYTES = 64
 
 # ---- owning hardware (cost own, plan --buy) ---------------------------------------------------------------
 MAX_PURCHASE_USD = 10_000_000  # one card's price: a DGX node is ~$300k, a single accelerator far less

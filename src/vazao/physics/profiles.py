@@ -153,6 +153,10 @@ class EngineProfile:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_CUSTOM_ALLREDUCE_GPUS:
             raise VazaoError(f"engine {self.name}: custom_allreduce_gpus must be a whole number from 0 to "
                              f"{limits.MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
+        v = self.attention_score_bytes  # a profile file's value, multiplied into every step's attention traffic
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ATTENTION_SCORE_BYTES:
+            raise VazaoError(f"engine {self.name}: attention_score_bytes must be from 0 to "
+                             f"{limits.MAX_ATTENTION_SCORE_BYTES}, got {v!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
@@ -228,7 +232,7 @@ class EngineProfile:
             narrow_compute_efficiency=1.0, moe_efficiency=1.0, moe_memory_efficiency=1.0, comm_efficiency=1.0,
             compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
-            pipeline_bubble=0.0,
+            attention_score_bytes=0.0, pipeline_bubble=0.0,
             request_overhead_s=0.0, memory_basis="total",
         )
 
