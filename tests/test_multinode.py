@@ -320,17 +320,3 @@ def test_grid_sweep_applies_the_same_rule(h100):
     tp8, tp16 = cells
     assert np.array_equal(tp8.step_time_s[:, 0], tp8.step_time_s[:, 2])  # one node: no difference
     assert np.all(tp16.step_time_s[:, 0] > tp16.step_time_s[:, 2])  # two DGX H100 vs one imaginary domain
-
-
-@pytest.mark.parametrize("value", ['"x"', "1e9", "true", "-1", "73"])
-def test_a_profile_files_own_all_reduce_width_is_a_whole_number_of_gpus(tmp_path, value):
-    """custom_allreduce_gpus is read from a user's profile file: garbage is refused in one line, never compared
-    against a tensor-parallel width inside the cost model."""
-    from vazao.physics.profiles import load_profiles
-
-    bad = tmp_path / "p.yaml"
-    bad.write_text(f"engines:\n  vllm:\n    custom_allreduce_gpus: {value}\n")
-    with pytest.raises(VazaoError, match="custom_allreduce_gpus must be a whole number from 0 to 72"):
-        load_profiles(bad)
-    bad.write_text("engines:\n  vllm:\n    custom_allreduce_gpus: 4\n")
-    assert load_profiles(bad)["vllm"].custom_allreduce_gpus == 4
