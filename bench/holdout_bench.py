@@ -5,7 +5,10 @@ nothing fitted on a held-out row reaches its prediction. Splits:
 - TensorRT-LLM, leave one release out (0.14, 0.17, 1.0): the held-out release is one the profile
   has no entry for, so it gets the nearest release's values, as an unseen version would;
 - llama.cpp, two folds by GPU generation ({ampere, hopper} vs {ada, apple-m}): the bands are widened
-  where the fit never saw the generation.
+  where the fit never saw the generation;
+- llama.cpp, half of the GPUs held out (each GPU drawn into one half by a hash of its name, two draws, both
+  halves of each): a GPU the fit never saw, from generations it did. Pooled on its own (its rows are the
+  same rows as the generation folds').
 Reported per fold: rows, median and p90 absolute error, median signed error, share of measured
 values inside the 80% band; and the in-sample figures of the same fit for comparison."""
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 import yaml
@@ -72,6 +76,15 @@ def run() -> dict:
                            [r for r in lcpp if generation_of(r) not in held],
                            [r for r in lcpp if generation_of(r) in held], workers))
     every = [r for f in folds for r in f.pop("_held")]
+    halves = []
+    for draw in (1, 2):
+        for half in (0, 1):
+            def held(r, draw=draw, half=half) -> bool:
+                return zlib.crc32(f"{draw}{r.gpu}".encode()) % 2 == half
+            halves.append(_fold(f"llama.cpp without GPU half {half} of draw {draw}", "llama.cpp",
+                                [r for r in lcpp if not held(r)], [r for r in lcpp if held(r)], workers))
+    gpu_rows = [r for f in halves for r in f.pop("_held")]
     return {"folds": folds, "note": "held_out: rows the fit never saw; in_sample: the rows it was fitted on; "
                                     "pooled: every held-out row of every fold",
-            "held_out_rows": len(every), "pooled": _figures(every)}
+            "held_out_rows": len(every), "pooled": _figures(every),
+            "llama_cpp_gpu_halves": {"folds": halves, "pooled": _figures(gpu_rows)}}

@@ -1,7 +1,8 @@
 """Numbers a user's profile file gives the cost model are refused in one line when they are garbage, never
 carried into a step's cost: custom_allreduce_gpus is compared against a tensor-parallel width,
 attention_score_bytes multiplied into every step's attention traffic (a string, a list and 1e300 reached it as a
-TypeError before it was bounded)."""
+TypeError before it was bounded), dequant_pass_tokens compared with every step's token count and
+dequant_pass_generations with the GPU's generation."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ CASES = [
 ] + [
     ("llama.cpp", "attention_score_bytes", value, "attention_score_bytes must be from 0 to 64", 24)
     for value in ('"x"', "1e300", "true", "-1", "[16]")
+] + [
+    ("llama.cpp", "dequant_pass_tokens", value, "dequant_pass_tokens must be a whole number from 0 to 65536", 0)
+    for value in ('"x"', "32.5", "true", "-1", "1e9", "[32]")
+] + [
+    ("llama.cpp", "dequant_pass_generations", value, "dequant_pass_generations must be a list of hardware "
+     "generation names", ("ada",))
+    for value in ('"ada"', "3", "[1, 2]", "{ada: 1}", '["' + "x" * 41 + '"]')
 ]
 
 
@@ -25,5 +33,5 @@ def test_a_profile_files_value_is_refused_in_one_line(tmp_path, engine, key, val
     bad.write_text(f"engines:\n  {engine}:\n    {key}: {value}\n")
     with pytest.raises(VazaoError, match=message):
         load_profiles(bad)
-    bad.write_text(f"engines:\n  {engine}:\n    {key}: {good}\n")
+    bad.write_text(f"engines:\n  {engine}:\n    {key}: {list(good) if isinstance(good, tuple) else good}\n")
     assert getattr(load_profiles(bad)[engine], key) == good

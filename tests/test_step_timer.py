@@ -89,5 +89,6 @@ def test_the_deployments_reach_the_branches():
     assert built["tp2-pp2"].pp == 2 and built["every-term"].engine.host_overlap == 0.5
     assert built["expert-parallel"].consts.shard.attn_flops_per_decode_pair_extra > 0  # MLA's decode
     assert built["scores"].consts.shard.score_bytes_per_pair_full > 0  # an unfused engine's score matrix
+    assert built["scores"].consts.shard.dequant_pass_tokens == 32  # steps of 33+ tokens unpack Q4_K_M first
     plain = StepTimer(built["scores-plain"].consts)
     assert plain._plain and not any(plain._decode_terms(8)[k] for k in (1, 3, 4))  # the memory-only fast path

@@ -114,7 +114,8 @@ def crossover_batch(dep: Deployment, context: int) -> int | None:
     For a dense model both times are linear in the batch (FLOPs, KV and activation bytes per sequence;
     the GEMM ramp b / (b + ramp) turns into FLOPs × (b + ramp)), so the answer is where two lines cross,
     read from batches 1 and 2 and checked on both sides. Where they are not lines (routed experts,
-    per-tile dequantization), or the check fails, the batch is searched."""
+    per-tile dequantization, a pass that unpacks the weights past some batch), or the check fails, the batch is
+    searched."""
     def compute_bound(b: int) -> bool:
         c = decode_cost(dep, b, context)
         return c.compute_s >= c.memory_s
@@ -124,7 +125,7 @@ def crossover_batch(dep: Deployment, context: int) -> int | None:
         return 1
     gap1, gap2 = one.memory_s - one.compute_s, two.memory_s - two.compute_s
     shard = dep.consts.shard
-    linear = not shard.num_experts and not shard.dequant_flops_per_weight
+    linear = not shard.num_experts and not shard.dequant_flops_per_weight and not shard.dequant_pass_bytes
     if linear and gap2 >= gap1:
         return None  # per sequence, the memory time grows at least as fast as the compute time
     # secant steps on the gap (exact in one step where it is a line), then a check on both sides

@@ -140,6 +140,9 @@ MAX_CUSTOM_ALLREDUCE_GPUS = 72  # custom_allreduce_gpus: the largest NVLink doma
 # attention_score_bytes: bytes of one materialized score per pair and head; an F32 score written, rewritten and
 # read a few times (llama.cpp's graph moves 16) stays far below this
 MAX_ATTENTION_SCORE_BYTES = 64
+# dequant_pass_tokens: a GEMM's token count above which weights are unpacked first (llama.cpp's was 32); a
+# step holds at most a few thousand tokens, so a larger threshold only means "never"
+MAX_DEQUANT_PASS_TOKENS = 65_536
 
 # ---- owning hardware (cost own, plan --buy) ---------------------------------------------------------------
 MAX_PURCHASE_USD = 10_000_000  # one card's price: a DGX node is ~$300k, a single accelerator far less

@@ -106,6 +106,13 @@ class EngineProfile:
     # unfused graph materializes the score matrix (llama.cpp without -fa: ggml's KQ product writes it in F32,
     # soft_max reads and rewrites it, the KQV product reads it: 4 × 4 bytes). Charged as attention traffic.
     attention_score_bytes: float = 0.0
+    # A GEMM over more tokens than this unpacks a weight-only format into a 16-bit copy first, in a kernel of its
+    # own, and multiplies the copy (llama.cpp's CUDA backend before MMQ became its default in mid-2024: batches
+    # above MMQ_MAX_BATCH_SIZE = 32 went to cuBLAS through a dequantize-to-F16 pass). 0: the kernels unpack as
+    # they go (MMQ, Marlin, Metal's mul_mm, the CPU's integer dot products).
+    dequant_pass_tokens: int = 0
+    # the hardware generations whose backend has that pass (llama.cpp's CUDA tensor-core path); empty: all
+    dequant_pass_generations: tuple[str, ...] = ()
     roofline_overlap: float = 1.0
     pipeline_bubble: float = 0.0
     dequant_factor: float = 1.0
@@ -157,6 +164,10 @@ class EngineProfile:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ATTENTION_SCORE_BYTES:
             raise VazaoError(f"engine {self.name}: attention_score_bytes must be from 0 to "
                              f"{limits.MAX_ATTENTION_SCORE_BYTES}, got {v!r}")
+        v = self.dequant_pass_tokens  # a profile file's value: a token count compared with every step's
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_DEQUANT_PASS_TOKENS:
+            raise VazaoError(f"engine {self.name}: dequant_pass_tokens must be a whole number from 0 to "
+                             f"{limits.MAX_DEQUANT_PASS_TOKENS}, got {v!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
@@ -214,6 +225,9 @@ class EngineProfile:
     def on_generation(self, generation: str) -> EngineProfile:
         """The profile on one hardware generation: its overrides, if the profile has any."""
         over: dict[str, Any] = dict(self.generations.get(generation) or {})
+        if self.dequant_pass_tokens and self.dequant_pass_generations and (
+                generation not in self.dequant_pass_generations):
+            over["dequant_pass_tokens"] = 0  # this generation's kernels unpack as they go
         return replace(self, **over) if over else self
 
     def overridden(self, **values: float) -> EngineProfile:
@@ -232,13 +246,14 @@ class EngineProfile:
             narrow_compute_efficiency=1.0, moe_efficiency=1.0, moe_memory_efficiency=1.0, comm_efficiency=1.0,
             compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
-            attention_score_bytes=0.0, pipeline_bubble=0.0,
+            attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
             request_overhead_s=0.0, memory_basis="total",
         )
 
 
 _FIELDS = {f.name for f in fields(EngineProfile)}
-_VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "gpu_memory_utilization"}
+_VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "gpu_memory_utilization",
+                                 "dequant_pass_tokens"}
 
 
 def _version(text: Any, where: str) -> tuple[int, ...]:
@@ -265,6 +280,13 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
         e["reserved_bytes"] = float(e["reserved_bytes"])
     except (KeyError, TypeError, ValueError) as exc:
         raise VazaoError(f"{where}: engine {name}: missing or bad vendors/as_of/reserved_bytes ({exc})") from None
+    if "dequant_pass_generations" in e:
+        gens_ = e["dequant_pass_generations"]
+        if isinstance(gens_, str) or not isinstance(gens_, (list, tuple)) or not all(
+                isinstance(g, str) and 0 < len(g) <= 40 for g in gens_) or len(gens_) > 64:
+            raise VazaoError(f"{where}: engine {name}: dequant_pass_generations must be a list of hardware "
+                             f"generation names, got {str(gens_)[:60]!r}")
+        e["dequant_pass_generations"] = tuple(gens_)
     if "kv_dtype" in e:
         if not isinstance(e["kv_dtype"], Mapping):
             raise VazaoError(f"{where}: engine {name}: kv_dtype maps weight formats to KV formats")

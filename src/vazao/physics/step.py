@@ -52,6 +52,7 @@ else:
 
 BOUNDS = ("compute", "memory", "communication", "overhead")
 DEQUANT_TILE_TOKENS = 64  # weight-only kernels unpack each weight tile once per this many tokens
+UNPACKED_BYTES = 2.0  # a weight unpacked for a 16-bit GEMM (ShardConstants.dequant_pass_bytes)
 P2P_LATENCY_S = 5e-6
 # One network step between nodes: NCCL's own model (src/graph/tuning.cc, hwLatencies[NET][Ring], 2.7 / 4.0 / 14 us
 # for its LL / LL128 / Simple protocols; LL128 taken, the one it picks for the KB-to-MB messages of decode and
@@ -183,6 +184,13 @@ class ShardConstants:
     # bytes of materialized attention scores per pair (an unfused engine's: EngineProfile.attention_score_bytes)
     score_bytes_per_pair_full: float = 0.0
     score_bytes_per_pair_window: float = 0.0
+    # An engine whose GEMMs over more than dequant_pass_tokens tokens first unpack a weight-only format into a
+    # 16-bit copy (EngineProfile.dequant_pass_tokens; 0: never): the pass reads the packed layer weights and
+    # writes the copy (dequant_pass_bytes), one kernel after another, then the GEMMs read the copy
+    # (dequant_pass_gemm_extra_bytes more than the packed weights).
+    dequant_pass_tokens: int = 0
+    dequant_pass_bytes: float = 0.0
+    dequant_pass_gemm_extra_bytes: float = 0.0
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -193,7 +201,7 @@ class ShardConstants:
         key = (dep.model, f.weight_bits, f.embed_bits, f.weight_only, f.dequant_flops_per_weight,
                dep.kv_format.bytes_per_element, dep.tp, dep.pp, dep.weights_bytes, dep.engine.activation_workspace,
                dep.attention_dp, dep.engine.pipeline_microbatches, dep.expert_parallel,
-               dep.engine.attention_score_bytes)
+               dep.engine.attention_score_bytes, dep.engine.dequant_pass_tokens)
         hit = _SHARD_CACHE.get(key)
         if hit is None:
             if len(_SHARD_CACHE) >= _SHARD_CACHE_SIZE:
@@ -221,6 +229,10 @@ class ShardConstants:
         # its share of the layers: a micro-batch's step (pp stages of the last one's length) costs the layers
         # once and the lm_head pp times.
         head = dep.pp if (dep.pp > 1 and dep.engine.pipeline_microbatches) else 1
+        # The unpacked copy covers the transformer layers' weights: a prompt's lm_head multiplies one token's
+        # hidden state (the last), below any pass threshold, and the routed experts go through their own kernels.
+        unpacks = dep.engine.dequant_pass_tokens > 0 and f.weight_only and f.weight_bits < 16
+        layer_params = m.shared_layer_params / dtp if unpacks else 0.0
         out = cls(
             dense_weight_bytes=(m.shared_layer_params * wb + m.lm_head_params * eb * head) / dtp,
             expert_bytes=m.expert_params * m.moe_layers * wb / tp,
@@ -251,6 +263,9 @@ class ShardConstants:
             score_bytes_per_pair_full=dep.engine.attention_score_bytes * m.num_heads / dtp * m.full_attention_layers,
             score_bytes_per_pair_window=(dep.engine.attention_score_bytes * m.num_heads / dtp
                                          * m.sliding_window_layers),
+            dequant_pass_tokens=dep.engine.dequant_pass_tokens if unpacks else 0,
+            dequant_pass_bytes=layer_params * (wb + UNPACKED_BYTES),
+            dequant_pass_gemm_extra_bytes=layer_params * (UNPACKED_BYTES - wb),
         )
         return out
 
@@ -492,6 +507,7 @@ class StepWork:
     kv_bytes: float
     expert_bytes: float  # of `bytes`: the routed experts' weights the step reads
     collective_bytes: float  # activation bytes per all-reduce / pipeline hand-off
+    serial_bytes: float = 0.0  # moved by a pass before the GEMMs can start (unpacking weights): not overlapped
 
     @property
     def flops(self) -> float:
@@ -527,11 +543,28 @@ def _kv_bytes(s: ShardConstants, ctx: float, new: int, win_ctx: float, pairs: fl
     return kv
 
 
+def _unpacks(s: ShardConstants, new: int) -> bool:
+    """Whether a step of `new` tokens unpacks the weights into a 16-bit copy first (dequant_pass_tokens)."""
+    return 0 < s.dequant_pass_tokens < new
+
+
+def _dense_bytes(s: ShardConstants, new: int) -> float:
+    """The dense weights a step's GEMMs read: the unpacked copy where the step unpacks one."""
+    return s.dense_weight_bytes + s.dequant_pass_gemm_extra_bytes if _unpacks(s, new) else s.dense_weight_bytes
+
+
+def _dequant_flops(s: ShardConstants, new: int) -> float:
+    """Unpacking work inside weight-only GEMM kernels (none where a pass unpacked the weights already)."""
+    if _unpacks(s, new):
+        return 0.0
+    return s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
+
+
 def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
     n, new, ctx = shape.num_seqs, shape.new_tokens, shape.context_tokens
     win_ctx, win_pairs = _windowed(s, n, new, ctx, shape.attention_pairs)
     touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)
-    weight_bytes = s.dense_weight_bytes + touched * s.expert_bytes
+    weight_bytes = _dense_bytes(s, new) + touched * s.expert_bytes
     kv_bytes = _kv_bytes(s, ctx, new, win_ctx, shape.attention_pairs, win_pairs)
     return StepWork(
         num_seqs=n,
@@ -540,11 +573,12 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
         expert_flops=s.expert_flops_per_token * new,
         expert_tokens=new * s.expert_token_mult * s.experts_per_token / touched if touched else 0.0,
         attn_flops=_attn_flops(s, shape.attention_pairs, win_pairs, shape.decode_pairs),
-        dequant_flops=s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
+        dequant_flops=_dequant_flops(s, new),
         bytes=weight_bytes + s.act_bytes_per_token * new,
         kv_bytes=kv_bytes,
         expert_bytes=touched * s.expert_bytes,
         collective_bytes=new * s.hidden_bytes_per_token,
+        serial_bytes=s.dequant_pass_bytes if _unpacks(s, new) else 0.0,
     )
 
 
@@ -563,6 +597,10 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
                 + w.expert_bytes / (c.bandwidth * c.expert_memory_eff) + c.offload_s)
     comm_s = _comm_s(c, w.collective_bytes)
     overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
+    if w.serial_bytes:  # a pass that runs before the GEMMs, after the previous step: serial like comm
+        pass_s = w.serial_bytes / (c.bandwidth * c.memory_eff)
+        comm_s, time_s = _settle(c, compute_s, memory_s, comm_s + pass_s, overhead_s)
+        return compute_s, memory_s + pass_s, comm_s - pass_s, overhead_s, time_s  # reported as memory time
     comm_s, time_s = _settle(c, compute_s, memory_s, comm_s, overhead_s)
     return compute_s, memory_s, comm_s, overhead_s, time_s
 
@@ -685,7 +723,14 @@ class StepTimer:
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
                     + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-        return _settle(c, compute_s, memory_s, _comm_s(c, act), overhead_s)[1]
+        return _settle(c, compute_s, memory_s, self._serial_comm(new, act), overhead_s)[1]
+
+    def _serial_comm(self, new: int, act: float) -> float:
+        """A step's comm time, and an unpacking pass's time after it where the step has one (as roofline)."""
+        comm_s = _comm_s(self.c, act)
+        if _unpacks(self.s, new) and self.s.dequant_pass_bytes:
+            comm_s = comm_s + self.s.dequant_pass_bytes / self._mem_div
+        return comm_s
 
     def decode_time(self, n: int, ctx: int) -> float:
         """time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0): one decode step of n sequences holding ctx tokens."""
@@ -727,9 +772,9 @@ class StepTimer:
         s, c = self.s, self.c
         touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)  # 0.0: dense
         ramp = c.ramp_tokens
-        return (touched, s.dense_weight_bytes + touched * s.expert_bytes,
+        return (touched, _dense_bytes(s, new) + touched * s.expert_bytes,
                 s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits,
-                s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS),
+                _dequant_flops(s, new),
                 touched * s.expert_bytes, new * s.hidden_bytes_per_token,
                 c.matmul_eff * (new / (new + ramp) if ramp else 1.0))
 
@@ -748,7 +793,7 @@ class StepTimer:
             compute_post.append(s.expert_flops_per_token * n / (c.matmul_peak * expert_eff))
         memory_pre = (weight_bytes + s.act_bytes_per_token * n - expert_bytes) / self._mem_div
         memory_post = [expert_bytes / self._exp_div, c.offload_s]
-        comm_s = _comm_s(c, act)
+        comm_s = self._serial_comm(n, act)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
         return (compute_pre, tuple(x for x in compute_post if x != 0.0), memory_pre,
                 tuple(x for x in memory_post if x != 0.0), comm_s, overhead_s)
