@@ -58,6 +58,14 @@ def test_a_build_without_the_pass_is_one_setting():
     assert dep.engine.idealized().dequant_pass_tokens == 0  # --ideal: the fused kernel's limit
 
 
+def test_the_pass_runs_only_on_the_generations_listed():
+    """A profile that names no generation has no pass anywhere (an empty list is not "everywhere")."""
+    eng = make_deployment("llama-3-8b", "rtx-4090", "q4_k_m", engine="llama.cpp").engine
+    assert "ada" in eng.dequant_pass_generations and "apple-m" not in eng.dequant_pass_generations
+    none = dataclasses.replace(eng, dequant_pass_tokens=32, dequant_pass_generations=())
+    assert make_deployment("llama-3-8b", "rtx-4090", "q4_k_m", engine=none).consts.shard.dequant_pass_bytes == 0.0
+
+
 # Llama 3 8B, llama-bench pp512 tok/s on one GPU, (Q4_K_M, F16): XiongjieDai/GPU-Benchmarks-on-LLM-Inference
 # (May 2024), rows of shared/data/published-measurements.csv
 PP512 = {

@@ -111,7 +111,8 @@ class EngineProfile:
     # above MMQ_MAX_BATCH_SIZE = 32 went to cuBLAS through a dequantize-to-F16 pass). 0: the kernels unpack as
     # they go (MMQ, Marlin, Metal's mul_mm, the CPU's integer dot products).
     dequant_pass_tokens: int = 0
-    # the hardware generations whose backend has that pass (llama.cpp's CUDA tensor-core path); empty: all
+    # the hardware generations whose backend has that pass (llama.cpp's CUDA tensor-core path): on any other
+    # (and on every one when the list is empty) the kernels unpack as they go
     dequant_pass_generations: tuple[str, ...] = ()
     roofline_overlap: float = 1.0
     pipeline_bubble: float = 0.0
@@ -225,8 +226,7 @@ class EngineProfile:
     def on_generation(self, generation: str) -> EngineProfile:
         """The profile on one hardware generation: its overrides, if the profile has any."""
         over: dict[str, Any] = dict(self.generations.get(generation) or {})
-        if self.dequant_pass_tokens and self.dequant_pass_generations and (
-                generation not in self.dequant_pass_generations):
+        if self.dequant_pass_tokens and generation not in self.dequant_pass_generations:
             over["dequant_pass_tokens"] = 0  # this generation's kernels unpack as they go
         return replace(self, **over) if over else self
 
