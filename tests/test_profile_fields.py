@@ -24,7 +24,17 @@ CASES = [
     ("llama.cpp", "dequant_pass_generations", value, "dequant_pass_generations must be a list of hardware "
      "generation names", ("ada",))
     for value in ('"ada"', "3", "[1, 2]", "{ada: 1}", '["' + "x" * 41 + '"]')
+] + [
+    ("llama.cpp", "dequant_pass_generations", "[adaa]", "unknown hardware generation 'adaa'", ("ada",)),
 ]
+
+
+def test_a_misspelt_generation_in_a_profiles_overrides_is_refused(tmp_path):
+    """An override for a generation the catalog does not have would never apply: refused in one line."""
+    bad = tmp_path / "p.yaml"
+    bad.write_text("engines:\n  llama.cpp:\n    generations:\n      hoper: {compute_efficiency: 0.5}\n")
+    with pytest.raises(VazaoError, match="generations: unknown hardware generation 'hoper'"):
+        load_profiles(bad)
 
 
 @pytest.mark.parametrize("engine,key,value,message,good", CASES)

@@ -287,6 +287,8 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
             raise VazaoError(f"{where}: engine {name}: dequant_pass_generations must be a list of hardware "
                              f"generation names, got {str(gens_)[:60]!r}")
         e["dequant_pass_generations"] = tuple(gens_)
+        for g in gens_:
+            _known_generation(g, f"{where}: engine {name}: dequant_pass_generations")
     if "kv_dtype" in e:
         if not isinstance(e["kv_dtype"], Mapping):
             raise VazaoError(f"{where}: engine {name}: kv_dtype maps weight formats to KV formats")
@@ -309,6 +311,7 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
     if not isinstance(gens, Mapping):
         raise VazaoError(f"{where}: engine {name}: generations maps a hardware generation to overrides")
     for g, over in gens.items():
+        _known_generation(g, f"{where}: engine {name}: generations")
         if not isinstance(over, Mapping):
             raise VazaoError(f"{where}: engine {name}: generations.{g}: expected a mapping of overrides")
         for k in over:
@@ -330,6 +333,15 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
         except VazaoError as exc:
             raise VazaoError(f"{where}: {exc} (versions from {'.'.join(map(str, entry['min_version']))})") from None
     return prof
+
+
+def _known_generation(name: Any, where: str) -> None:
+    """A profile names hardware generations the catalog has: a misspelt one would silently never match."""
+    from vazao.catalog.hardware import generations
+
+    known = generations()
+    if not isinstance(name, str) or name not in known:
+        raise VazaoError(f"{where}: unknown hardware generation {str(name)[:40]!r} (known: {', '.join(sorted(known))})")
 
 
 @cache
