@@ -723,12 +723,15 @@ class StepTimer:
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
                     + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-        return _settle(c, compute_s, memory_s, self._serial_comm(new, act), overhead_s)[1]
+        comm_s = _comm_s(c, act)
+        if s.dequant_pass_tokens and new > s.dequant_pass_tokens:  # _serial_comm, inline on the hot path
+            comm_s = comm_s + s.dequant_pass_bytes / self._mem_div
+        return _settle(c, compute_s, memory_s, comm_s, overhead_s)[1]
 
     def _serial_comm(self, new: int, act: float) -> float:
         """A step's comm time, and an unpacking pass's time after it where the step has one (as roofline)."""
         comm_s = _comm_s(self.c, act)
-        if _unpacks(self.s, new) and self.s.dequant_pass_bytes:
+        if _unpacks(self.s, new):
             comm_s = comm_s + self.s.dequant_pass_bytes / self._mem_div
         return comm_s
 
@@ -740,12 +743,20 @@ class StepTimer:
                 return 0.0
             terms = self._terms(n, 0)
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
-        if not self._plain or compute_post or memory_post or comm_s:
+        s = self.s
+        if s.attn_flops_per_pair_window or s.kv_bytes_per_token_window:  # sliding windows: time()'s min()
             return self.time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0)
         cn = ctx + n
         compute_s = compute_pre + self._decode_attn(cn) / self._attn_div
         memory_s = memory_pre + self._decode_kv(cn) / self._kv_div
-        return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+        if self._plain and not (compute_post or memory_post or comm_s):
+            return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+        # time()'s terms in its order, the batch-size ones from _decode_terms (tensor parallelism, experts, …)
+        for x in compute_post:
+            compute_s = compute_s + x
+        for x in memory_post:
+            memory_s = memory_s + x
+        return _settle(self.c, compute_s, memory_s, comm_s, overhead_s)[1]
 
     def _decode_kv(self, cn: float) -> float:
         """_kv_bytes of a decode step whose KV tokens and pairs (all full-attention) are both cn."""
@@ -772,9 +783,14 @@ class StepTimer:
         s, c = self.s, self.c
         touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)  # 0.0: dense
         ramp = c.ramp_tokens
-        return (touched, _dense_bytes(s, new) + touched * s.expert_bytes,
+        if s.dequant_pass_tokens:  # an engine that may unpack first (_dense_bytes, _dequant_flops)
+            dense, dequant_flops = _dense_bytes(s, new), _dequant_flops(s, new)
+        else:  # the same values without the calls, on the simulator's hot path
+            dense = s.dense_weight_bytes
+            dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
+        return (touched, dense + touched * s.expert_bytes,
                 s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits,
-                _dequant_flops(s, new),
+                dequant_flops,
                 touched * s.expert_bytes, new * s.hidden_bytes_per_token,
                 c.matmul_eff * (new / (new + ramp) if ramp else 1.0))
 

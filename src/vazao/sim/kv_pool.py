@@ -154,8 +154,8 @@ class BlockPool:
         return out
 
     def evictable_among(self, ids: Sequence[int]) -> int:
-        lru = self._lru
-        return sum(1 for b in ids if b in lru)
+        """How many of `ids` (distinct block ids) sit on the eviction list."""
+        return len(self._lru.keys() & ids)
 
     def acquire(self, ids: Iterable[int]) -> None:
         """Take a reference to cached blocks a request hit (off the eviction list if idle)."""

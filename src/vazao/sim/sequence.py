@@ -67,7 +67,10 @@ class Seq:
         """Content keys of the first `limit` full blocks."""
         head = min(limit, self.prefix_tokens // block_size)
         keys: list[Hashable] = list(prefix_keys(self.prefix_id, head)) if head else []
-        keys.extend(self.block_key(j, block_size) for j in range(head, limit))
+        if limit > head:  # block_key past the prefix, built in one comprehension (a preempted request asks
+            # for hundreds of its own blocks at every readmission)
+            pid, pt, stream = self.prefix_id, self.prefix_tokens, self.stream
+            keys += [(pid, pt, stream, j) for j in range(head, limit)]
         return keys
 
     @property
