@@ -12,6 +12,7 @@ from vazao.catalog.models import get_model
 from vazao.errors import VazaoError
 from vazao.physics.deployment import make_deployment
 from vazao.sim import DisaggConfig, SimConfig, SpecConfig, simulate
+from vazao.sim.scheduler import Scheduler
 from vazao.sim.sequence import Seq
 from vazao.workload import load_workload, workload_from_dict
 
@@ -133,3 +134,26 @@ def test_disaggregated_run_moves_every_request(h100_8b):
     transfer = sum(x.prompt_tokens * 131_072 / 10e9 for x in recs) / len(recs)  # Llama-3.1-8B: 128 KiB/token
     assert r.summary.e2e_s.mean - fast.summary.e2e_s.mean == pytest.approx(transfer, rel=0.25)
     assert r.summary.ttft_s.p50 == pytest.approx(fast.summary.ttft_s.p50, rel=1e-9)  # the first token is not delayed
+
+
+def test_a_waiting_requests_remembered_lookup_changes_nothing(monkeypatch):
+    """A preempted lone request that waits for memory looks its own blocks up once per eviction count
+    (Scheduler._hits memoizes the lookup on the request, Engine.admit drops it). The same closed loop with
+    every lookup made afresh gives every record the same."""
+    w = workload_from_dict({"arrival": {"kind": "concurrency", "concurrency": 256}, "prompt": 2000,
+                            "output": 1500, "requests": 300})
+    dep = make_deployment(get_model("llama-3.1-8b"), "l4", "bf16")
+    cfg = SimConfig.from_engine(dep.engine, max_context=4096)
+    memo = simulate(dep, w, cfg)
+    assert memo.preemptions > 0
+
+    def afresh(self, seq, target):  # _hits without memos (this workload has no shared prefix)
+        pool, bs = self.e.pool, self.e.bs
+        limit = min(seq.keyable_blocks(target, bs), (target - 1) // bs)
+        return pool.match(seq.keys(limit, bs)) if limit > 0 else []
+
+    monkeypatch.setattr(Scheduler, "_hits", afresh)
+    plain = simulate(dep, w, cfg)
+    assert plain.summary == memo.summary and plain.preemptions == memo.preemptions
+    assert [(x.request_id, x.ttft_s, x.e2e_s) for x in plain.records()] == [
+        (x.request_id, x.ttft_s, x.e2e_s) for x in memo.records()]

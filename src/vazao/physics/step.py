@@ -744,13 +744,17 @@ class StepTimer:
             terms = self._terms(n, 0)
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, _ = terms
         s = self.s
-        if s.attn_flops_per_pair_window or s.kv_bytes_per_token_window:  # sliding windows: time()'s min()
-            return self.time(n, n, ctx, ctx + n + 0.0, n, ctx + n + 0.0)
-        cn = ctx + n
-        compute_s = compute_pre + self._decode_attn(cn) / self._attn_div
-        memory_s = memory_pre + self._decode_kv(cn) / self._kv_div
-        if self._plain and not (compute_post or memory_post or comm_s):
-            return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
+        if s.attn_flops_per_pair_window or s.kv_bytes_per_token_window:  # sliding windows: time()'s helpers
+            pairs = ctx + n + 0.0
+            win_ctx, win_pairs = _windowed(s, n, n, ctx, pairs)
+            compute_s = compute_pre + _attn_flops(s, pairs, win_pairs, pairs) / self._attn_div
+            memory_s = memory_pre + _kv_bytes(s, ctx, n, win_ctx, pairs, win_pairs) / self._kv_div
+        else:
+            cn = ctx + n
+            compute_s = compute_pre + self._decode_attn(cn) / self._attn_div
+            memory_s = memory_pre + self._decode_kv(cn) / self._kv_div
+            if self._plain and not (compute_post or memory_post or comm_s):
+                return (compute_s if compute_s >= memory_s else memory_s) + overhead_s
         # time()'s terms in its order, the batch-size ones from _decode_terms (tensor parallelism, experts, …)
         for x in compute_post:
             compute_s = compute_s + x

@@ -235,4 +235,5 @@ class Engine:
     def admit(self, seq: Seq) -> None:
         self.order += 1
         seq.order = self.order
+        seq.hit_memo = None  # running, it commits blocks: a lookup made while it waited no longer holds
         self.running[seq] = None

@@ -261,6 +261,16 @@ class Scheduler:
             if len(hits) == limit:
                 self.memo[(seq.prefix_id, limit)] = (pool.evictions, tuple(hits))
             return hits
+        if seq.prefix_id is None and not seq.in_conversation:
+            # A lone (preempted) request's blocks carry keys no other request has, and it commits none while
+            # it waits (Engine.admit drops the memo): between two tries to admit it, only an eviction can
+            # change what it finds.
+            mine = seq.hit_memo
+            if mine is not None and mine[0] == pool.evictions and mine[1] == limit:
+                return list(mine[2])
+            hits = pool.match(seq.keys(limit, bs))
+            seq.hit_memo = (pool.evictions, limit, tuple(hits))
+            return hits
         return pool.match(seq.keys(limit, bs))
 
     def _cost(self) -> float:

@@ -23,6 +23,7 @@ class Seq:
         "rid", "index", "arrival_s", "prompt", "output", "emitted", "computed", "target", "first_s",
         "last_s", "blocks", "nblocks", "cached", "base", "fin", "order", "preemptions", "kv_ready",
         "counted", "prefix_id", "prefix_tokens", "stream", "key_cap", "in_cohort", "seg_start", "windows",
+        "hit_memo",
     )
 
     def __init__(self, rid: str, index: int, arrival_s: float, prompt: int, output: int,
@@ -56,6 +57,8 @@ class Seq:
         self.in_cohort = False
         self.seg_start = 0  # decode cohort: the engine's step-gap index when it joined
         self.windows: list[int] | None = None  # its gaps: flat (track, start, stop) windows (stats.py)
+        # while it waits: (pool evictions, blocks looked up, the cached ones found) of its last lookup
+        self.hit_memo: tuple[int, int, tuple[int, ...]] | None = None
 
     def block_key(self, j: int, block_size: int) -> Hashable:
         """Content key of full block j: equal keys ⇔ equal tokens (and equal tokens before them)."""
