@@ -87,3 +87,17 @@ def test_q4_prefill_costs_what_llama_bench_measured_against_f16(gpu):
     predicted = prompt_prefill(f, 512).time_s / prompt_prefill(q, 512).time_s
     q4, f16 = PP512[gpu]
     assert predicted == pytest.approx(q4 / f16, abs=0.1)
+
+
+def test_estimate_names_the_kernel_paths_a_newer_build_may_not_take():
+    """The llama.cpp profile describes its calibrated May 2024 builds: `estimate` says which of their kernel
+    paths it charged, and the setting that predicts a build without them; an engine with neither says nothing."""
+    from vazao.analytic import Estimate, estimate
+
+    est = estimate(make_deployment("llama-3-8b", "rtx-4090", "q4_k_m", engine="llama.cpp"), [1], 512, 64)
+    assert len(est.kernel_notes) == 2
+    assert "dequant_pass_tokens: 0" in est.kernel_notes[0] and "attention_score_bytes: 0" in est.kernel_notes[1]
+    assert Estimate.from_json(est.to_json()) == est  # --json's document reads back whole
+    metal = estimate(make_deployment("llama-3-8b", "apple-m2-ultra", "q4_k_m", engine="llama.cpp"), [1], 512, 64)
+    assert len(metal.kernel_notes) == 1 and "attention_score_bytes" in metal.kernel_notes[0]  # no pass on Metal
+    assert estimate(make_deployment("llama-3-8b", "h100-sxm", engine="vllm"), [1], 512, 64).kernel_notes == ()

@@ -77,6 +77,8 @@ class Estimate:
     format_reason: str
     offloaded: bool
     max_load_band: tuple | None = None
+    # the engine's kernel paths that a newer release may not take (kernel_notes), one sentence each
+    kernel_notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -90,6 +92,24 @@ class Estimate:
         the deployment's keys beside it, ignored)."""
         band = d.get("max_load_band")
         return from_document(cls, d, **({"max_load_band": Band.from_json(band)} if band is not None else {}))
+
+
+def kernel_notes(dep: Deployment) -> tuple[str, ...]:
+    """The calibrated builds' kernel paths this prediction charges that a user's newer build may not take
+    (llama.cpp's profile describes its May 2024 builds): what each costs and the profile setting without it."""
+    s, eng = dep.consts.shard, dep.engine
+    notes = []
+    if s.dequant_pass_tokens:
+        notes.append(f"{eng.name}: a step of more than {s.dequant_pass_tokens} tokens first unpacks "
+                     f"{dep.weight_format.name} into an F16 copy (the calibrated builds' CUDA path, dequantize then "
+                     f"cuBLAS); builds that run MMQ at every batch (llama.cpp since 2024-06) do not: a --profile "
+                     f"with dequant_pass_tokens: 0 predicts them")
+    if s.score_bytes_per_pair_full or s.score_bytes_per_pair_window:
+        notes.append(f"{eng.name}: attention without flash attention ({eng.attention_score_bytes:g} bytes of "
+                     f"scores per query-key pair, head and layer, the calibrated builds' default); with flash "
+                     f"attention on (-fa, the default since -fa auto) a --profile with attention_score_bytes: 0 "
+                     f"predicts it")
+    return tuple(notes)
 
 
 def _check_lengths(**values: int) -> None:
@@ -375,4 +395,5 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         format_reason=dep.support.reason,
         offloaded=f.offload_bytes_per_gpu > 0,
         max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
+        kernel_notes=kernel_notes(dep),
     )

@@ -143,6 +143,9 @@ def estimate_footer(est) -> list[str]:
     if est.offloaded:
         lines.append(f"[yellow]weights spill to host memory[/]: {est.fit.reason}; each step streams "
                      f"{fmt_bytes(est.fit.offload_bytes_per_gpu)} per GPU over the host link")
+    from rich.markup import escape
+
+    lines.extend(f"[yellow]kernels[/]: {escape(n)}" for n in est.kernel_notes)
     return lines
 
 
