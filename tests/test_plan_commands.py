@@ -88,3 +88,14 @@ def test_llama_cpp_refuses_tensor_parallelism_and_formats_without_a_gguf_type():
         launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q8_0", kv="fp16", tp=2))
     with pytest.raises(VazaoError, match="fp8 has no GGUF type"):
         launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="fp8", kv="fp16"))
+
+
+def test_llama_cpp_command_says_its_figures_are_the_calibrated_builds():
+    """The llama.cpp profile is calibrated on May 2024 llama-bench runs (unfused attention; on NVIDIA, quantized
+    weights unpacked to F16 before batched GEMMs); the command launches a current llama-server. It says so,
+    naming the unpacking only where the weights are quantized."""
+    q4 = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="q4_k_m", kv="fp16"))
+    f16 = launch_command("llama.cpp", LaunchSpec(model="llama-3.1-8b", fmt="fp16", kv="fp16"))
+    (n4,) = [n for n in q4.notes if "calibrated llama.cpp builds" in n]
+    (n16,) = [n for n in f16.notes if "calibrated llama.cpp builds" in n]
+    assert "unpack quantized weights" in n4 and "unpack" not in n16 and "vazao bench" in n16

@@ -360,6 +360,11 @@ def _llama_cpp(s: LaunchSpec) -> _Args:
         # -fa takes a value (on|off|auto): a bare -fa would swallow the flag after it
         a.add("-fa", "on", "flash attention (required for a quantized V cache)")
     a.add("--port", s.port, "HTTP port")
+    # The llama.cpp profile is calibrated on May 2024 builds (docs/accuracy.md); the server launched is current.
+    unpack = " and, on NVIDIA GPUs, prompts that unpack quantized weights to F16 first" if s.fmt in GGUF else ""
+    a.notes.append(f"the figures above charge the calibrated llama.cpp builds' kernels (May 2024: attention without "
+                   f"flash attention{unpack}); a current llama-server (MMQ, -fa auto) likely runs prompts faster: "
+                   f"`vazao bench` measures it and `vazao calibrate` fits a profile to it")
     if s.replicas > 1:
         a.notes.append(f"{s.replicas} replicas: run one llama-server per GPU set (CUDA_VISIBLE_DEVICES) on ports "
                        f"{s.port}…{s.port + s.replicas - 1}, behind a load balancer")
