@@ -723,10 +723,7 @@ class StepTimer:
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
                     + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-        comm_s = _comm_s(c, act)
-        if s.dequant_pass_tokens and new > s.dequant_pass_tokens:  # _serial_comm, inline on the hot path
-            comm_s = comm_s + s.dequant_pass_bytes / self._mem_div
-        return _settle(c, compute_s, memory_s, comm_s, overhead_s)[1]
+        return _settle(c, compute_s, memory_s, self._serial_comm(new, act), overhead_s)[1]
 
     def _serial_comm(self, new: int, act: float) -> float:
         """A step's comm time, and an unpacking pass's time after it where the step has one (as roofline)."""
@@ -787,14 +784,9 @@ class StepTimer:
         s, c = self.s, self.c
         touched = experts_touched(s.num_experts, s.experts_per_token, new * s.expert_token_mult)  # 0.0: dense
         ramp = c.ramp_tokens
-        if s.dequant_pass_tokens:  # an engine that may unpack first (_dense_bytes, _dequant_flops)
-            dense, dequant_flops = _dense_bytes(s, new), _dequant_flops(s, new)
-        else:  # the same values without the calls, on the simulator's hot path
-            dense = s.dense_weight_bytes
-            dequant_flops = s.dequant_flops_per_weight * s.dense_weights_read * -(-new // DEQUANT_TILE_TOKENS)
-        return (touched, dense + touched * s.expert_bytes,
+        return (touched, _dense_bytes(s, new) + touched * s.expert_bytes,
                 s.matmul_flops_per_token * new + s.lm_head_flops_per_logit * logits,
-                dequant_flops,
+                _dequant_flops(s, new),
                 touched * s.expert_bytes, new * s.hidden_bytes_per_token,
                 c.matmul_eff * (new / (new + ramp) if ramp else 1.0))
 

@@ -64,16 +64,20 @@ class Seq:
         """Content key of full block j: equal keys ⇔ equal tokens (and equal tokens before them)."""
         if (j + 1) * block_size <= self.prefix_tokens:
             return (self.prefix_id, j)
-        return (self.prefix_id, self.prefix_tokens, self.stream, j)
+        return self._stream_keys(j, j + 1)[0]
+
+    def _stream_keys(self, start: int, stop: int) -> list[Hashable]:
+        """Keys of blocks start … stop − 1 past the shared prefix (its own stream's tokens), in one
+        comprehension: a preempted request asks for hundreds of its blocks at every readmission."""
+        pid, pt, stream = self.prefix_id, self.prefix_tokens, self.stream
+        return [(pid, pt, stream, j) for j in range(start, stop)]
 
     def keys(self, limit: int, block_size: int) -> list[Hashable]:
-        """Content keys of the first `limit` full blocks."""
+        """Content keys of the first `limit` full blocks (block_key of each)."""
         head = min(limit, self.prefix_tokens // block_size)
         keys: list[Hashable] = list(prefix_keys(self.prefix_id, head)) if head else []
-        if limit > head:  # block_key past the prefix, built in one comprehension (a preempted request asks
-            # for hundreds of its own blocks at every readmission)
-            pid, pt, stream = self.prefix_id, self.prefix_tokens, self.stream
-            keys += [(pid, pt, stream, j) for j in range(head, limit)]
+        if limit > head:
+            keys += self._stream_keys(head, limit)
         return keys
 
     @property
