@@ -38,6 +38,9 @@ DEPLOYMENTS = {
                                                expert_parallel=8),
     "attention-dp": lambda: make_deployment("qwen3-30b-a3b", "h100-sxm", "fp8", count=4, engine="trtllm",
                                             attention_dp=True),
+    # a step with prompt tokens lasts at least its layers' eager launches (TensorRT-LLM's PyTorch executor)
+    "eager-floor": lambda: make_deployment("llama-3.1-8b", "h100-sxm", "fp8", engine=_profile(
+        "trtllm", eager_step_layer_s=0.004)),
     "every-term": lambda: make_deployment(
         "qwen3-30b-a3b", "h100-sxm", count=2, tp=2,
         engine=_profile("vllm", compute_ramp_tokens=512.0, roofline_overlap=0.7, pipeline_bubble=0.3,

@@ -109,6 +109,11 @@ def kernel_notes(dep: Deployment) -> tuple[str, ...]:
                      f"scores per query-key pair, head and layer, the calibrated builds' default); with flash "
                      f"attention on (-fa, the default since -fa auto) a --profile with attention_score_bytes: 0 "
                      f"predicts it")
+    if dep.consts.eager_floor_s:
+        notes.append(f"{eng.name}: a step with a prompt chunk lasts at least {dep.consts.eager_floor_s * 1e3:.3g} ms "
+                     f"({s.layers_per_stage:g} layers × {eng.eager_step_layer_s * 1e3:g} ms of eager launches from "
+                     f"Python, fitted on the serving rows of its PyTorch executor); a release that captures prompt "
+                     f"steps in CUDA graphs too: a --profile with eager_step_layer_s: 0 predicts it")
     return tuple(notes)
 
 

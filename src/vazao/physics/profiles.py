@@ -63,6 +63,11 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     # device work hidden under the longer: an engine that schedules step n+1 while the GPU runs step n
     # (TensorRT-LLM's overlap scheduler, vLLM's async scheduling) pays max(host, device), not their sum
     "host_overlap": (0.0, 1.0),
+    # host time per layer of a step that runs eagerly, not replayed from a CUDA graph: a step that carries
+    # prompt tokens lasts at least (layers on the GPU) × this while the host issues its kernels one by one
+    # (TensorRT-LLM's PyTorch executor captures decode-only steps in graphs and launches the rest from Python);
+    # 10 ms a layer is far above any launch cost
+    "eager_step_layer_s": (0.0, 0.01),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
 SIZINGS = ("fixed", "trtllm-bench")
@@ -120,6 +125,11 @@ class EngineProfile:
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
     host_overlap: float = 0.0
+    eager_step_layer_s: float = 0.0  # CALIBRATED["eager_step_layer_s"]: a prompt step's floor per layer
+    # the first release whose executor runs prompt steps eagerly (TensorRT-LLM 1.0 made its PyTorch executor the
+    # default; 0.x ran compiled TensorRT engines from C++): an older release has no such floor, whatever a fit
+    # or the base says. Empty: every release.
+    eager_since_version: tuple[int, ...] = ()
     # The widest tensor-parallel group the engine all-reduces with its own one-shot / two-shot peer-to-peer
     # kernels inside one NVLink domain (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's ONESHOT/TWOSHOT):
     # a fixed two-barrier latency whatever the width, not NCCL's 2(n - 1) ring hops. 0: NCCL's ring alone.
@@ -215,6 +225,8 @@ class EngineProfile:
             if tuple(entry["min_version"]) <= tuple(version) and (
                     "max_version" not in entry or tuple(version) <= tuple(entry["max_version"])):
                 out = replace(out, **{k: v for k, v in entry.items() if k not in ("min_version", "max_version")})
+        if out.eager_step_layer_s and self.eager_since_version and tuple(version) < self.eager_since_version:
+            out = replace(out, eager_step_layer_s=0.0)
         return out
 
     def key(self) -> tuple[tuple[str, Any], ...]:
@@ -247,7 +259,7 @@ class EngineProfile:
             compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
-            request_overhead_s=0.0, memory_basis="total",
+            request_overhead_s=0.0, eager_step_layer_s=0.0, memory_basis="total",
         )
 
 
@@ -289,6 +301,8 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
         e["dequant_pass_generations"] = tuple(gens_)
         for g in gens_:
             _known_generation(g, f"{where}: engine {name}: dequant_pass_generations")
+    if "eager_since_version" in e:
+        e["eager_since_version"] = _version(e["eager_since_version"], f"{where}: engine {name}: eager_since_version")
     if "kv_dtype" in e:
         if not isinstance(e["kv_dtype"], Mapping):
             raise VazaoError(f"{where}: engine {name}: kv_dtype maps weight formats to KV formats")

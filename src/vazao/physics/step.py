@@ -191,6 +191,7 @@ class ShardConstants:
     dequant_pass_tokens: int = 0
     dequant_pass_bytes: float = 0.0
     dequant_pass_gemm_extra_bytes: float = 0.0
+    layers_per_stage: float = 0.0  # the layers one GPU runs (the model's over pp), for an eager step's floor
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -266,6 +267,7 @@ class ShardConstants:
             dequant_pass_tokens=dep.engine.dequant_pass_tokens if unpacks else 0,
             dequant_pass_bytes=layer_params * (wb + UNPACKED_BYTES),
             dequant_pass_gemm_extra_bytes=layer_params * (UNPACKED_BYTES - wb),
+            layers_per_stage=m.num_layers / dep.pp,
         )
         return out
 
@@ -371,7 +373,7 @@ class StepConstants(Generic[Num]):
                  "attn_eff",
                  "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
-                 "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s")
+                 "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s", "eager_floor_s")
 
     shard: ShardConstants
     matmul_peak: Num
@@ -397,6 +399,7 @@ class StepConstants(Generic[Num]):
     per_sequence_overhead_s: float
     host_overlap: float
     offload_s: Num
+    eager_floor_s: float
 
     def __init__(self, shard: ShardConstants, eng: EngineProfile, tp: int, pp: int, gpus_per_replica: int,
                  free_bytes_per_gpu: Num, matmul_peak: Num, peak16: Num, peak_fp32: Num, bandwidth: Num, link: Num,
@@ -464,6 +467,9 @@ class StepConstants(Generic[Num]):
         self.step_overhead_s = eng.step_overhead_s
         self.per_sequence_overhead_s = eng.per_sequence_overhead_s
         self.host_overlap = eng.host_overlap
+        # a step that carries a prompt chunk runs eagerly (not from a CUDA graph): it lasts at least its layers'
+        # kernel launches from the host (EngineProfile.eager_step_layer_s), which the GPU's work overlaps
+        self.eager_floor_s = eng.eager_step_layer_s * shard.layers_per_stage
         # Weights that do not fit stream from host memory over the host link on every step.
         self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
 
@@ -508,6 +514,9 @@ class StepWork:
     expert_bytes: float  # of `bytes`: the routed experts' weights the step reads
     collective_bytes: float  # activation bytes per all-reduce / pipeline hand-off
     serial_bytes: float = 0.0  # moved by a pass before the GEMMs can start (unpacking weights): not overlapped
+    # a sequence computes a prompt chunk (more than DECODE_QUERY_TOKENS tokens): the step cannot be replayed from
+    # a decode-step CUDA graph (a speculative verification of a few tokens a sequence can)
+    prompt: bool = False
 
     @property
     def flops(self) -> float:
@@ -579,10 +588,11 @@ def step_work(s: ShardConstants, shape: BatchShape) -> StepWork:
         expert_bytes=touched * s.expert_bytes,
         collective_bytes=new * s.hidden_bytes_per_token,
         serial_bytes=s.dequant_pass_bytes if _unpacks(s, new) else 0.0,
+        prompt=shape.attention_pairs > shape.decode_pairs,
     )
 
 
-def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num, float, Num]:
+def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num, float | Num, Num]:
     """(compute_s, memory_s, comm_s, overhead_s, time_s) of a step's work on the hardware `c`;
     elementwise when `c` holds arrays."""
     s = c.shard
@@ -600,8 +610,13 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
     if w.serial_bytes:  # a pass that runs before the GEMMs, after the previous step: serial like comm
         pass_s = w.serial_bytes / (c.bandwidth * c.memory_eff)
         comm_s, time_s = _settle(c, compute_s, memory_s, comm_s + pass_s, overhead_s)
-        return compute_s, memory_s + pass_s, comm_s - pass_s, overhead_s, time_s  # reported as memory time
-    comm_s, time_s = _settle(c, compute_s, memory_s, comm_s, overhead_s)
+        comm_s = comm_s - pass_s  # the pass is reported as memory time
+        memory_s = memory_s + pass_s
+    else:
+        comm_s, time_s = _settle(c, compute_s, memory_s, comm_s, overhead_s)
+    if c.eager_floor_s and w.prompt:  # an eager step: the host's launches, reported as overhead
+        floor_s = _max2(time_s, c.eager_floor_s)
+        return compute_s, memory_s, comm_s, overhead_s + (floor_s - time_s), floor_s
     return compute_s, memory_s, comm_s, overhead_s, time_s
 
 
@@ -723,7 +738,10 @@ class StepTimer:
         memory_s = ((weight_bytes + s.act_bytes_per_token * new - expert_bytes) / self._mem_div
                     + kv_bytes / self._kv_div + expert_bytes / self._exp_div + c.offload_s)
         overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * n
-        return _settle(c, compute_s, memory_s, self._serial_comm(new, act), overhead_s)[1]
+        time_s = _settle(c, compute_s, memory_s, self._serial_comm(new, act), overhead_s)[1]
+        if c.eager_floor_s and pairs > decode_pairs:  # an eager step: a prompt chunk (StepWork.prompt)
+            return time_s if time_s >= c.eager_floor_s else c.eager_floor_s
+        return time_s
 
     def _serial_comm(self, new: int, act: float) -> float:
         """A step's comm time, and an unpacking pass's time after it where the step has one (as roofline)."""

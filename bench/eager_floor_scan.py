@@ -1,0 +1,93 @@
+"""Choose TensorRT-LLM's eager_step_layer_s on the serving file's fitting half, and report the held-out half.
+
+A step with a prompt chunk runs eagerly in TensorRT-LLM's PyTorch executor (1.x): it lasts at least its layers'
+kernel launches (EngineProfile.eager_step_layer_s, docs/accuracy.md). The value is one number per release entry
+the serving file has rows for: 1.0 (its own entry: Llama-3.1-8B, Qwen3-32B, Qwen3-235B on H100) and the base
+(1.1–1.3 and the rows that state no release: Llama-3.1-70B, gpt-oss-120b, DeepSeek on H200, gpt-oss and Qwen3 on
+H100). Releases before engines.yaml's eager_since_version (0.14, 0.17: the C++ executor) have none. Each
+candidate is scored on the rows of bench/serving_fit.py's fitting half (the same crc32 split); for each release
+the candidate with the lowest loss on its fitting-half rows is the one shipped: the objective every other fitted
+parameter minimizes (bench/serving_fit.py, `vazao calibrate`: soft-L1 of log(predicted / measured), each metric
+weighted alike, vazao.calibrate.loss_of), smoother than a median, which is flat within 0.2 points from 0.8 to
+1.2 ms on release 1.0's rows. Both halves' loss and median |error| are reported.
+
+    python bench/eager_floor_scan.py [--values 0,0.0002,…]   (default: 0 to 2 ms a layer in steps of 0.2 ms)
+
+Writes bench/results/eager_floor_scan.json. About 10 s a candidate on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import serving_fit  # noqa: E402  (bench/: the fitting half's split)
+
+
+def _group(row) -> str:
+    v = row.version
+    return "1.0" if v and tuple(v[:2]) == (1, 0) else "base"
+
+
+def score(value: float) -> dict:
+    """Predict the serving file with both releases' floors at `value` (the shipped profile otherwise)."""
+    from vazao.calibrate import _row_weights, loss_of
+    from vazao.physics.profiles import EngineProfile
+    from vazao.validate.rows import read_rows
+    from vazao.validate.run import predict_rows
+
+    orig = EngineProfile.at_version
+
+    def at_version(self, version):
+        out = orig(self, version)
+        if self.name == "trtllm" and not (version and tuple(version) < (1,)):
+            out = dataclasses.replace(out, eager_step_layer_s=value)
+        return out
+
+    EngineProfile.at_version = at_version  # the pool's workers fork after this: they see it too
+    try:
+        rows, _ = read_rows(serving_fit.SERVING)
+        res = predict_rows([r for r in rows if r.family == "trtllm"])
+    finally:
+        EngineProfile.at_version = orig
+    out: dict = {}
+    for half, held in (("fitting", False), ("held_out", True)):
+        for group in ("1.0", "base"):
+            sel = [r for r in res if serving_fit.held_out(r.row) == held and _group(r.row) == group]
+            loss = loss_of(sel, _row_weights([r.row for r in sel]))
+            ape = statistics.median(r.ape for r in sel if r.ape is not None)
+            out[f"{half} {group}"] = {"rows": len(sel), "loss": round(loss, 5), "median_ape": round(ape, 4)}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--values", default=",".join(f"{i * 0.0002:.4f}" for i in range(11)),
+                    help="candidate seconds per layer, comma-separated")
+    args = ap.parse_args()
+    values = [float(v) for v in args.values.split(",")]
+    t0 = time.perf_counter()
+    table = {}
+    for v in values:
+        table[v] = score(v)
+        print(v, json.dumps(table[v]), flush=True)
+    best = {g: min(values, key=lambda v: table[v][f"fitting {g}"]["loss"]) for g in ("1.0", "base")}
+    doc = {"name": "eager_floor_scan", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+           "result": {"candidates_s_per_layer": values, "by_value": {str(v): table[v] for v in values},
+                      "chosen_on_fitting_half": best, "wall_s": round(time.perf_counter() - t0, 1)}}
+    path = HERE / "results" / "eager_floor_scan.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print("chosen on the fitting half:", best, "→", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""TensorRT-LLM's PyTorch executor (releases 1.x) replays decode-only steps from CUDA graphs and launches every
+other step's kernels from Python, layer by layer. A step that carries prompt tokens therefore lasts at least
+its layers' launches, however little work the GPU has (EngineProfile.eager_step_layer_s).
+
+The serving file shows it: TensorRT-LLM 1.0.0rc3 serving Qwen3-235B-A22B FP8 on 8 H100 (expert parallel 8) at
+4 clients measured a TTFT of 169–174 ms for a 512-token prompt and 171–175 ms for a 1,024-token one
+(shared/data/published-serving.csv rows aic-00747 … aic-00757, aiconfigurator's silicon sample): the prompt's
+length does not show, where its GEMMs alone would take tens of milliseconds. The same release's dense models show
+the same floor per layer (Qwen3-32B's 64 layers, Llama-3.1-8B's 32)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from vazao.physics.deployment import make_deployment
+from vazao.physics.profiles import get_engine, load_profiles
+from vazao.physics.step import BatchShape, StepTimer, step_cost
+
+SERVING = Path(__file__).resolve().parents[2] / "shared" / "data" / "published-serving.csv"
+
+
+def _trt(release: tuple[int, ...] | None = (1, 0)):
+    return get_engine("trtllm").at_version(release)
+
+
+def _qwen235(engine):
+    return make_deployment("qwen3-235b-a22b", "h100-sxm", "fp8", count=8, engine=engine, expert_parallel=8)
+
+
+def test_a_short_prompt_step_lasts_its_layers_launches():
+    eng = _trt()
+    assert eng.eager_step_layer_s > 0
+    dep = _qwen235(eng)
+    floor = eng.eager_step_layer_s * dep.model.num_layers  # one pipeline stage: every layer on every GPU
+    cost = step_cost(dep, BatchShape.prefill(1, 128))
+    assert cost.time_s == pytest.approx(floor, rel=1e-12)
+    assert cost.bound == "overhead"  # the host's launches, not the GPU's work
+    # the same prompt without the floor: well under it (what the simulator charged before)
+    plain = step_cost(_qwen235(dataclasses.replace(eng, eager_step_layer_s=0.0)), BatchShape.prefill(1, 128))
+    assert plain.time_s < 0.5 * floor
+
+
+def test_decode_steps_replay_a_graph_and_long_prompts_outlast_the_floor():
+    eng = _trt()
+    dep = _qwen235(eng)
+    floor = eng.eager_step_layer_s * dep.model.num_layers
+    assert step_cost(dep, BatchShape.decode(16, 1024)).time_s < floor  # one token a sequence: no floor
+    plain = dataclasses.replace(eng, eager_step_layer_s=0.0)
+    long_prompt = BatchShape.prefill(4, 8192)
+    assert step_cost(_qwen235(plain), long_prompt).time_s > floor  # the GPU's work hides the launches
+    assert step_cost(dep, long_prompt).time_s == step_cost(_qwen235(plain), long_prompt).time_s
+
+
+def test_a_speculative_verification_replays_its_graph():
+    """Verifying a few drafted tokens a sequence (MTP, EAGLE) is a generation step TensorRT-LLM captures in a CUDA
+    graph like a decode: only a sequence with a prompt chunk (more than DECODE_QUERY_TOKENS tokens) makes the
+    step eager."""
+    from vazao.physics.step import DECODE_QUERY_TOKENS
+
+    eng = _trt()
+    dep = _qwen235(eng)
+    floor = eng.eager_step_layer_s * dep.model.num_layers
+    q, n, ctx = 4, 16, 1024
+    assert q <= DECODE_QUERY_TOKENS
+    verify = BatchShape.from_sequences([(q, ctx, True)] * n)
+    assert verify.new_tokens == q * n and verify.decode_pairs == verify.attention_pairs
+    assert step_cost(dep, verify).time_s < floor
+    chunk = BatchShape.from_sequences([(q, ctx, True)] * n + [(DECODE_QUERY_TOKENS + 1, 0, False)])
+    assert step_cost(dep, chunk).time_s == pytest.approx(floor, rel=1e-12)
+
+
+def test_a_pipeline_stage_launches_its_own_layers_only():
+    eng = dataclasses.replace(_trt(), eager_step_layer_s=0.002)
+    one = make_deployment("llama-3.1-70b", "h100-sxm", "fp8", count=2, tp=2, engine=eng)
+    two = make_deployment("llama-3.1-70b", "h100-sxm", "fp8", count=2, tp=1, pp=2, engine=eng)
+    assert one.consts.eager_floor_s == pytest.approx(0.002 * 80)
+    assert two.consts.eager_floor_s == pytest.approx(0.002 * 40)
+
+
+def test_the_simulators_timer_charges_the_same_floor():
+    dep = _qwen235(_trt())
+    timer = StepTimer(dep.consts)
+    for n, new, ctx in ((1, 128, 0), (4, 4 * 512 + 12, 9000), (16, 16, 16 * 700), (2, 2 * 8192, 0)):
+        shape = BatchShape(n, new, ctx, float(new * 10), n)
+        assert timer.time(n, new, ctx, float(new * 10), n) == step_cost(dep, shape).time_s
+
+
+@pytest.mark.parametrize("release", [(0, 14), (0, 17)])
+def test_the_cpp_runtime_releases_have_no_floor(release):
+    """0.14 and 0.17 ran TensorRT engines from the C++ executor: no Python between a step's kernels."""
+    assert _trt(release).eager_step_layer_s == 0.0
+
+
+def test_a_fitted_profile_never_gives_the_cpp_releases_a_floor(tmp_path):
+    """A profile written by a fit holds entries for the releases it saw and takes the base for the others: an
+    older release than the executor's (engines.yaml eager_since_version) keeps no floor whatever the base has."""
+    p = tmp_path / "fit.yaml"
+    p.write_text("engines:\n  trtllm:\n    eager_step_layer_s: 0.002\n    versions:\n"
+                 "    - {min_version: '1.0', max_version: 1.0.9999, compute_efficiency: 0.5}\n")
+    eng = load_profiles(str(p))["trtllm"]
+    assert eng.at_version((0, 14)).eager_step_layer_s == 0.0
+    assert eng.at_version((0, 17)).eager_step_layer_s == 0.0
+    assert eng.at_version((1, 0)).eager_step_layer_s == 0.002
+    assert eng.at_version(None).eager_step_layer_s == 0.002  # a release not stated: the newest's
+
+
+def test_a_malformed_first_eager_release_is_refused(tmp_path):
+    from vazao.errors import VazaoError
+
+    p = tmp_path / "p.yaml"
+    p.write_text("engines:\n  trtllm:\n    eager_since_version: one point oh\n")
+    with pytest.raises(VazaoError, match="eager_since_version"):
+        load_profiles(str(p))
+
+
+def test_the_physical_limit_and_the_other_engines_have_none():
+    assert _trt().idealized().eager_step_layer_s == 0.0
+    for name in ("vllm", "sglang", "llama.cpp"):
+        assert get_engine(name).eager_step_layer_s == 0.0
+
+
+def test_a_profile_files_floor_out_of_range_is_refused(tmp_path):
+    from vazao.errors import VazaoError
+
+    bad = tmp_path / "p.yaml"
+    bad.write_text("engines:\n  trtllm:\n    eager_step_layer_s: 0.5\n")
+    with pytest.raises(VazaoError, match="eager_step_layer_s"):
+        load_profiles(str(bad))
+
+
+@pytest.mark.skipif(not SERVING.exists(), reason="shared/data is not beside this checkout")
+def test_the_validator_no_longer_predicts_a_short_prompt_below_the_floor():
+    """aic-00747: TensorRT-LLM 1.0.0rc3, Qwen3-235B-A22B FP8, 8 × H100, 512/128 tokens, 4 clients, TTFT 168.9 ms
+    measured; without the floor the simulator gave 77 ms (−54%)."""
+    from vazao.validate.predict import predict
+    from vazao.validate.rows import read_rows
+
+    rows, _ = read_rows(SERVING)
+    row = next(r for r in rows if r.id == "aic-00747")
+    assert row.metric == "ttft_ms" and row.value == pytest.approx(168.9, abs=0.1)
+    got = predict(row).value
+    assert abs(got - row.value) / row.value < 0.4
+    assert got > 1.3 * 77
+
+
+def test_the_estimate_names_the_floor_and_the_setting_without_it():
+    from vazao.analytic import estimate
+
+    est = estimate(_qwen235(_trt()), [1], 1024, 64)
+    assert any("eager_step_layer_s: 0" in n and "94 layers" in n for n in est.kernel_notes)
+    cpp = make_deployment("llama-3.1-8b", "h100-sxm", engine=_trt((0, 17)))
+    assert not any("eager" in n for n in estimate(cpp, [1], 1024, 64).kernel_notes)
