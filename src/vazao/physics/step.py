@@ -9,7 +9,9 @@ grouped expert GEMMs moe_efficiency (c / (c + moe_width_ramp_cols) of it where t
 each expert c intermediate columns per rank; and stream routed experts' weights at moe_memory_efficiency of
 the dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
 and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
-over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs.
+over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs. An engine that launches a
+prompt step's kernels from Python (eager_step_layer_s) holds a step with a prompt chunk to at least its layers'
+launch time.
 """
 
 from __future__ import annotations
