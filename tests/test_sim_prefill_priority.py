@@ -33,14 +33,16 @@ def test_sglang_profile_runs_prefill_first(dep):
 
 
 def test_a_round_is_prefilled_before_it_decodes_and_ends_together(dep):
-    # 16 prompts of 4,096 tokens and an 8,192-token budget: 8 prompt-only steps, then one decode batch
+    # 16 prompts of 4,096 tokens and an 8,192-token budget: 8 prompt-only steps, then one decode batch (the
+    # clients sending at one instant: no reaction time, which would start the first prompt alone)
     w = _round(16, 4096, 64, 1)
-    first = simulate(dep, w, SimConfig.from_engine(dep.engine)).records()
+    together = replace(SimConfig.from_engine(dep.engine), client_reaction_s=0.0)
+    first = simulate(dep, w, together).records()
     ends = [r.end_s for r in first]
     firsts = sorted(r.first_token_s for r in first)
     assert max(ends) - min(ends) < 1e-9
     assert len({round(t, 12) for t in firsts}) == 8  # two prompts a step
-    mixed = simulate(dep, w, replace(SimConfig.from_engine(dep.engine), prefill_priority=False)).records()
+    mixed = simulate(dep, w, replace(together, prefill_priority=False)).records()
     assert max(r.end_s for r in mixed) - min(r.end_s for r in mixed) > 1e-3
 
 

@@ -135,6 +135,8 @@ MAX_QUALITY_PROMPTS = 10_000  # prompts of one `vazao quality` run: each is two 
 MAX_QUALITY_COUNTS = 64  # named counts on one quality row (prompts, items, shots …: a handful in practice)
 MAX_TOP_LOGPROBS = 20  # alternatives per position: OpenAI's API accepts at most 20
 
+MAX_CLIENT_REACTION_S = 1.0  # SimConfig.client_reaction_s: a second is far beyond any client's reaction time
+
 # ---- engine profile files (--profile) ------------------------------------------------------------------------
 MAX_CUSTOM_ALLREDUCE_GPUS = 72  # custom_allreduce_gpus: the largest NVLink domain sold (GB200 NVL72)
 # attention_score_bytes: bytes of one materialized score per pair and head; an F32 score written, rewritten and

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 
 DEFAULT_DRAFT_RATIO = 0.05  # a draft pass costs 5% of a target decode step unless a draft model is given
 DEFAULT_MAX_WAITING = 100_000  # overload bound: stop when this many requests wait on one replica
+# A client that answers a completion (a closed-loop slot freeing, a conversation's next turn) sends its next
+# request U(0, this) later: its event loop, connection handling and the benchmark's bookkeeping never take
+# exactly as long twice. Not latency (the clock starts when the request is sent). It matters through the ties it
+# breaks: in a closed loop with uniform lengths, requests that finish in one step would otherwise be sent at one
+# instant and share every prefill step for ever, where a real server's step boundaries fall between some of them
+# and the clients drift apart. 1, 2 and 4 ms predict the serving file alike (docs/accuracy.md); 0 keeps the ties.
+CLIENT_REACTION_S = 0.001
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class SimConfig:
     disagg: DisaggConfig | None = None
     max_waiting: int = DEFAULT_MAX_WAITING
     timeline_points: int = 256
+    client_reaction_s: float = CLIENT_REACTION_S  # the spread of a client's reply to a completion (seconds)
 
     def __post_init__(self) -> None:
         if self.scheduler not in ("static", "continuous"):
@@ -107,6 +115,7 @@ class SimConfig:
                 raise VazaoError(f"{name} must be an integer from 1 to {top:,}, got {v}")
         if self.max_context is not None:
             number(self.max_context, "max context", minimum=2, maximum=limits.MAX_CONTEXT, integer=True)
+        number(self.client_reaction_s, "client reaction time (s)", minimum=0, maximum=limits.MAX_CLIENT_REACTION_S)
 
     @classmethod
     def from_engine(cls, eng: EngineProfile, **overrides: Any) -> SimConfig:

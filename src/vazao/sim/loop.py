@@ -12,6 +12,7 @@ The plan is read as RequestSpecs (NamedTuples, read by field name) as sessions s
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     Event: TypeAlias = tuple[float, int, int, Any]
 
 RELEASE, STEP, TRANSFER, ENQUEUE = 0, 1, 2, 3
+_REACTION_SALT = 0x6A17  # keeps the reaction times' draws apart from the workload's own (workload/specs.py)
 _INF = float("inf")
 
 
@@ -44,7 +46,8 @@ class Runner:
     closed_form = True
 
     def __init__(self, workload: Workload, engines: list[Engine], decode_engines: list[Engine] | None,
-                 stats: Stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0) -> None:
+                 stats: Stats, link: KVLink | None, max_waiting: int, request_overhead_s: float = 0.0,
+                 client_reaction_s: float = 0.0) -> None:
         self.w = workload
         self.engines = engines  # where requests go first (prefill pool when disaggregated)
         self.decoders = decode_engines or []
@@ -54,6 +57,10 @@ class Runner:
         self.max_waiting = max_waiting
         # HTTP, tokenization and queue hand-off before the engine sees a request (engine profile)
         self.overhead_s = request_overhead_s
+        # a client's reply to a completion comes U(0, client_reaction_s) later (SimConfig), drawn from the
+        # workload's seed on a stream of its own
+        self.reaction_s = client_reaction_s
+        self._draw = random.Random(_REACTION_SALT + workload.seed).random
         self.heap: list[Event] = []
         self._n = 0
         self._stream: Iterator[RequestSpec] = workload.iter_specs()
@@ -126,19 +133,25 @@ class Runner:
             self.push(t if row.arrival_s is None else row.arrival_s, RELEASE, (row, item[1], True))
 
     def _release_now(self, t: float) -> None:
-        """Closed loop: a freed slot sends the next session's first request at once."""
+        """Closed loop: a freed slot sends the next session's first request, after the client's reaction."""
         if self.stopped or (self.deadline is not None and t >= self.deadline):
             return
         item = self._next_root()
         if item is not None:
-            self._submit(item[0], item[1], t)
+            if self.reaction_s:
+                self.push(t + self._reaction(), RELEASE, (item[0], item[1], True))
+            else:
+                self._submit(item[0], item[1], t)
+
+    def _reaction(self) -> float:
+        return self.reaction_s * self._draw() if self.reaction_s else 0.0
 
     # ---- running ----------------------------------------------------------------------------------
     def run(self) -> None:
         if self.closed:
             assert self.w.concurrency is not None  # a closed loop has one
-            for _ in range(self.w.concurrency):
-                self._release_root(0.0)
+            for _ in range(self.w.concurrency):  # the clients start together, each within its reaction time
+                self._release_root(self._reaction())
         else:
             self._release_root(0.0)
         if len(self.all_engines) == 1:
@@ -289,7 +302,7 @@ class Runner:
             if left == 0:  # its last predecessor: it goes after the think time (a tool's latency)
                 self.pending.pop(row.request_id, None)
                 self.task_of.pop(seq.rid, None)
-                self.push(now + row.think_time_s, RELEASE, (row, i, False))
+                self.push(now + row.think_time_s + self._reaction(), RELEASE, (row, i, False))
                 return
             if left > 0:  # a merge still waiting on other agents: this branch ends here
                 self.pending[row.request_id] = left

@@ -280,7 +280,8 @@ def _simulate(dep: Deployment, workload: Workload, config: SimConfig | None, slo
         first = [Engine(dep, cfg, blocks // micro, max_context, stats, None, index=i)
                  for i in range(replicas * micro)]
         second = []
-    runner = Runner(workload, first, second, stats, link, cfg.max_waiting, dep.engine.request_overhead_s)
+    runner = Runner(workload, first, second, stats, link, cfg.max_waiting, dep.engine.request_overhead_s,
+                    cfg.client_reaction_s)
     t0 = time.perf_counter()
     runner.run()
     wall = time.perf_counter() - t0
