@@ -89,3 +89,27 @@ def test_a_seed_gives_the_same_run_and_another_seed_another(dep):
 
     assert arrivals(3) == arrivals(3)
     assert arrivals(3) != arrivals(4)
+
+
+def test_the_cli_takes_a_reaction_time_and_refuses_a_bad_one_with_one_line():
+    import json
+
+    from typer.testing import CliRunner
+
+    from vazao.cli import app
+
+    runner = CliRunner()
+    base = ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--workload", "chat", "--concurrency", "8",
+            "--requests", "64", "--seed", "1", "--json"]
+    ran = {}
+    for value in ("0", "1ms", "20ms"):
+        res = runner.invoke(app, [*base, "--client-reaction", value])
+        assert res.exit_code == 0, res.output
+        ran[value] = json.loads(res.stdout)
+    assert "clients reply within 20 ms" in ran["20ms"]["config"]
+    assert "clients reply" not in ran["1ms"]["config"]  # the default goes unsaid
+    assert ran["0"]["summary"]["duration_s"] < ran["20ms"]["summary"]["duration_s"]  # the replies wait
+    for bad in ("5s", "-1ms", "soon", "1e400"):
+        res = runner.invoke(app, [*base, "--client-reaction", bad])
+        assert res.exit_code == 2 and "--client-reaction" in res.stderr, (bad, res.output)
+        assert len(res.stderr.strip().splitlines()) == 1  # one line (--json also puts it on stdout as JSON)

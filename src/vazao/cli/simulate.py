@@ -111,6 +111,9 @@ def simulate_cmd(
                                            help="Draft pass cost / target decode step (default 0.05)."),
     disagg: str = typer.Option(None, "--disagg", help="Disaggregated PREFILL:DECODE replicas, e.g. 1:1."),
     kv_link: str = typer.Option(None, "--kv-link", help="KV transfer bandwidth per GPU (default: interconnect)."),
+    client_reaction: str = typer.Option(None, "--client-reaction", help="A closed-loop client sends its next "
+                                        "request up to this long after a completion, e.g. 2ms (default 1ms; 0: at "
+                                        "once, so clients that finish together stay in step)."),
     max_queue: int = typer.Option(None, "--max-queue", help="Stop (with a warning) when this many requests wait "
                                   "on one replica: an arrival rate far above capacity (default 100,000)."),
     records: Path = typer.Option(None, "--records", help="Write every simulated RequestRecord to this JSONL file."),
@@ -150,7 +153,8 @@ def simulate_cmd(
     cfg = _sim_config(dep, kv_link, disagg, (spec_k, spec_alpha, spec_draft, spec_draft_ratio),
                       scheduler=batching, kv_layout=kv_layout, max_num_seqs=max_seqs,
                       max_num_batched_tokens=max_batched_tokens, block_size=block_size, prefix_caching=prefix_cache,
-                      chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue)
+                      chunked_prefill=chunked, max_context=max_context, max_waiting=max_queue,
+                      client_reaction_s=_reaction(client_reaction))
     from vazao.report.progress import progress_bar
     from vazao.sim import run_simulation
 
@@ -169,6 +173,20 @@ def simulate_cmd(
         from vazao.report.reports import simulation_report
 
         write_plot(simulation_report(run), plot, json_out=json_out, quiet=quiet)
+
+
+def _reaction(text: str | None) -> float | None:
+    """--client-reaction as seconds (None: the simulator's default), bounded as SimConfig bounds it."""
+    if text is None:
+        return None
+    from vazao.units import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+        number(seconds, "client reaction time (s)", minimum=0, maximum=limits.MAX_CLIENT_REACTION_S)
+    except VazaoError as exc:  # the library names the setting; the user typed the flag
+        raise VazaoError(f"--client-reaction: {exc}") from None
+    return seconds
 
 
 def _sim_config(dep: Deployment, kv_link: str | None, disagg: str | None, spec_args: tuple, **overrides) -> SimConfig:

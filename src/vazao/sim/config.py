@@ -140,6 +140,8 @@ class SimConfig:
             parts.append(f"speculative {self.spec.label()}")
         if self.disagg:
             parts.append(f"disaggregated {self.disagg.prefill}:{self.disagg.decode}")
+        if self.client_reaction_s != CLIENT_REACTION_S:  # the default goes unsaid (docs/simulator.md)
+            parts.append(f"clients reply within {self.client_reaction_s * 1e3:g} ms")
         return ", ".join(parts)
 
 
