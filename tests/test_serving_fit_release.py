@@ -72,3 +72,30 @@ def test_one_fit_for_every_release_writes_every_entry_its_rows_ran_with(sf):
                      [SimpleNamespace(version=(1, 0, 0)), SimpleNamespace(version=None)])
     got = {str(v["min_version"]): v.get("request_overhead_s") for v in entry["versions"]}
     assert entry["request_overhead_s"] == 0.5 and got["1.0"] == 0.5 and got["0.14"] != 0.5
+
+
+def test_the_efficiency_bounds_hold_the_achieved_rate_on_the_h200_where_a_ceiling_lowers_it(sf):
+    """BOUNDS are what the lent H200 achieved (copies 0.88 of its bandwidth, bf16 GEMMs 0.81 of its peak). A
+    profile whose stream ceiling lowers what its efficiency achieves (physics/step.py: 1 / (1 / eff + peak /
+    ceiling)) may take a larger efficiency, up to the one achieving that rate, within the profile's limits."""
+    from dataclasses import replace
+
+    from vazao.catalog.local import resolve_accelerator
+    from vazao.physics.profiles import CALIBRATED, get_engine
+
+    acc = resolve_accelerator(sf.BOUND_GPU)
+    bw, peak = acc.memory_bandwidth_bytes_per_s, acc.peak_16bit[1]
+    plain = replace(get_engine("vllm"), stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0)
+    assert sf.bounds_for(plain) == sf.BOUNDS  # no ceiling: the achieved rate is the efficiency
+    # a ceiling at 20 × the H200's bandwidth: 1 / (1 / 0.88 − 1 / 20) = 0.9204, the copy rate still 0.88
+    capped = replace(plain, stream_ceiling_bytes_per_s=20 * bw, compute_ceiling_flops=20 * peak)
+    (mlo, mhi), (clo, chi) = sf.bounds_for(capped)["memory_efficiency"], sf.bounds_for(capped)["compute_efficiency"]
+    assert (mlo, clo) == (sf.BOUNDS["memory_efficiency"][0], sf.BOUNDS["compute_efficiency"][0])
+    assert mhi == pytest.approx(1 / (1 / 0.88 - 1 / 20))
+    assert chi == pytest.approx(1 / (1 / 0.81 - 1 / 20))
+    assert 1 / (1 / mhi + 1 / 20) == pytest.approx(0.88)  # what it achieves on the H200
+    # a low ceiling would need an efficiency above 1: the profile's own limit holds
+    low = replace(plain, stream_ceiling_bytes_per_s=2 * bw)
+    assert sf.bounds_for(low)["memory_efficiency"][1] == CALIBRATED["memory_efficiency"][1]
+    below = replace(plain, stream_ceiling_bytes_per_s=0.5 * bw)  # no efficiency reaches 0.88 under it
+    assert sf.bounds_for(below)["memory_efficiency"][1] == CALIBRATED["memory_efficiency"][1]

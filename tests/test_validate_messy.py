@@ -356,6 +356,14 @@ def test_a_layout_the_notes_contradict_is_read_as_the_notes_name():
     odd = [r for r in rows if raw[r.id]["gpu_count"] == "1" and r.moe_tp and r.moe_tp > 1]
     assert odd and all(r.tp == r.moe_tp == r.gpu_count for r in odd)
     assert all(any("cannot be the layout the notes name" in a for a in r.assumed) for r in odd)
+    # tp 1 with the experts split moe_tp ways is data parallelism (vLLM's --data-parallel-size without expert
+    # parallelism): each GPU runs attention whole for its own requests. Measured, these rows' TPOT sits with the
+    # tp 2 rows' at moe_tp=2 (52-59 ms) and above the tp 4 rows' at moe_tp=4 (41-44 ms against 34-38 ms)
+    assert all(r.attention_dp == r.moe_tp for r in odd)
+    assert all(any("attention data-parallel" in a for a in r.assumed) for r in odd)
+    # tp 2 under moe_tp=4 is not: attention runs 2-way there, and the rows are read as tp 4 as before
+    wider = [r for r in rows if raw[r.id]["tp"] == "2" and r.moe_tp == 4 and raw[r.id]["gpu_count"] == "2"]
+    assert wider and all(r.tp == 4 and (r.attention_dp or 1) == 1 for r in wider)
 
 
 # aic-04398 of published-serving.csv (aiconfigurator row 2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4

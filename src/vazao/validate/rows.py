@@ -594,8 +594,16 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     if moe_tp > tp * pp and count == tp * pp:
         # the serving file's own contradiction (Qwen3-235B FP8 on "1 × H200", tp 1, notes moe_tp=2: 236 GB of
         # weights on one 141 GB card): the layout the notes name is the one that held the model
-        _note(notes, f"gpu_count {count} and tp {tp} cannot be the layout the notes name (moe_tp={moe_tp}): read "
-                     f"as tp {moe_tp} on {moe_tp * pp} GPUs")
+        if tp == 1 and layout.get("moe_ep", 1) == 1:
+            # tp 1 with the experts split moe_tp ways is data parallelism over moe_tp GPUs: each runs attention
+            # whole for its own requests, and the MoE layers shard over all of them
+            # (vLLM's --data-parallel-size without --enable-expert-parallel, SGLang's --enable-dp-attention)
+            _note(notes, f"gpu_count {count} and tp {tp} cannot be the layout the notes name (moe_tp={moe_tp}): "
+                         f"read as {moe_tp} GPUs, attention data-parallel, the experts split {moe_tp} ways")
+            layout["attention_dp"] = moe_tp
+        else:
+            _note(notes, f"gpu_count {count} and tp {tp} cannot be the layout the notes name (moe_tp={moe_tp}): "
+                         f"read as tp {moe_tp} on {moe_tp * pp} GPUs")
         tp, count = moe_tp, moe_tp * pp
     gpu = _gpu(d["gpu"].strip(), notes)
     tp, count = _multiplied_layout(layout, tp, pp, count, gpu, notes)
