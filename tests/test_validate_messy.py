@@ -476,3 +476,29 @@ def test_mixed_chunks_reach_the_simulation():
     first = one(row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=false"))
     mixed = one(AIC_02145)
     assert predict(mixed).value < 0.8 * predict(first).value
+
+
+# aic-01589 of published-serving.csv: TensorRT-LLM 1.3.0rc1, gpt-oss-120b on 4x H100, 4000/1000, TTFT 1591.0 ms.
+# Its source names the run `…_agg_4000x1000_c192_tp4_epnone_1` and silicon_concurrency=192; the row says
+# concurrency=48 (192 ÷ tp)
+AIC_01589 = ('aic-01589,ai-dynamo/aiconfigurator silicon_sample.csv row openai_gpt_oss_120b_openai_gpt_oss_120b_h100'
+             '_sxm_trtllm_agg_4000x1000_c192_tp4_epnone_1 (gtl_job_id=23879486; silicon_concurrency=192; measured='
+             '2026-03-18),trtllm,1.3.0rc1,gpt-oss-120b,120,FP8,gemm=fp8 moe=fp8,H100-SXM-80GB,4,4,1,4000,1000,'
+             'concurrency=48,ttft_ms,1591.0,aggregated serving at fixed concurrency 48; moe_tp=4 moe_ep=1 '
+             'attention_dp=1; mean over the run as dumped by aiconfigurator\n')
+
+
+def test_a_run_s_own_client_count_is_read_where_the_row_s_concurrency_differs():
+    r = one(AIC_01589)
+    assert (r.condition.kind, r.condition.value) == ("concurrency", 192)
+    assert "silicon_concurrency=192" in said(r, "concurrency 48 differs")
+    assert r.step_tokens == 5696  # the generator's budget for 192 clients: 192 + 4000 + 1500, rounded up to 32
+    # where they agree (2,666 rows of the serving file), nothing is assumed
+    same = one(row_of(AIC_01589, concurrency_or_batch="concurrency=192"))
+    assert same.condition.value == 192 and not [n for n in same.assumed if "silicon_concurrency" in n]
+    # a row of no aiconfigurator run keeps its own concurrency
+    other = one(row_of(AIC_01589, source="a blog post (silicon_concurrency=192)"))
+    assert other.condition.value == 48
+    # out of range: one line, no traceback
+    bad = one(row_of(AIC_01589, source=AIC_01589.split(",")[1].replace("=192", "=0")))
+    assert "silicon_concurrency must be a positive number" in bad.reason

@@ -520,6 +520,25 @@ def _aic_closed_loop(d: dict, condition: Condition) -> bool:
     return "aiconfigurator" in src and "silicon_sample" in src and condition.kind == "concurrency"
 
 
+_SILICON_CONCURRENCY = re.compile(r"\bsilicon_concurrency\s*=\s*([0-9]{1,7})\b")
+
+
+def _run_clients(d: dict, condition: Condition, notes: list[str]) -> Condition:
+    """The clients an aiconfigurator silicon-sample run had: its source's silicon_concurrency, where the row's
+    concurrency differs. The serving file's TensorRT-LLM 1.3 gpt-oss-120b rows give concurrency=48 for the run
+    `…_4000x1000_c192_tp4_…` (silicon_concurrency=192), the concurrency divided by tp; every other row of the
+    file that names silicon_concurrency (2,666) agrees with it."""
+    m = _SILICON_CONCURRENCY.search(d.get("source") or "")
+    if not m or not _aic_closed_loop(d, condition):
+        return condition
+    clients = _positive(m.group(1), "silicon_concurrency", 1e6, integer=True)
+    if clients == condition.value:
+        return condition
+    _note(notes, f"concurrency {condition.value:g} differs from the run's silicon_concurrency={clients:g} (its "
+                 f"source): read as {clients:g} clients")
+    return Condition("concurrency", clients)
+
+
 def _step_budget(d: dict, family: str, input_len: int, condition: Condition,
                  notes: list[str]) -> tuple[int | None, bool]:
     """(step tokens, whether they only cap the prompt tokens of a step) the deployment ran with: stated in the
@@ -615,6 +634,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     condition, how = _condition(d["concurrency_or_batch"])
     if how:
         _note(notes, how)
+    condition = _run_clients(d, condition, notes)
     value = _positive(_number(d["value"], "value", notes), "value", 1e12)
     step_tokens, step_cap = _step_budget(d, family, input_len, condition, notes)
     mixed = _mixed_chunks(d, family, condition, notes)
