@@ -534,8 +534,9 @@ def _run_clients(d: dict, condition: Condition, notes: list[str]) -> Condition:
     clients = _positive(m.group(1), "silicon_concurrency", 1e6, integer=True)
     if clients == condition.value:
         return condition
-    _note(notes, f"concurrency {condition.value:g} differs from the run's silicon_concurrency={clients:g} (its "
-                 f"source): read as {clients:g} clients")
+    # one wording, the row's own figures left out: the summary counts the rows of each reading
+    _note(notes, "concurrency differs from the run's silicon_concurrency (its source, the client count the run "
+                 "was named for): read as the run's clients")
     return Condition("concurrency", clients)
 
 
