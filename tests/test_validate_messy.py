@@ -364,6 +364,11 @@ def test_a_layout_the_notes_contradict_is_read_as_the_notes_name():
     # tp 2 under moe_tp=4 is not: attention runs 2-way there, and the rows are read as tp 4 as before
     wider = [r for r in rows if raw[r.id]["tp"] == "2" and r.moe_tp == 4 and raw[r.id]["gpu_count"] == "2"]
     assert wider and all(r.tp == 4 and (r.attention_dp or 1) == 1 for r in wider)
+    # the file's moe_ep=0 (no expert parallelism) reads as moe_ep=1; experts split whole (moe_ep=2) is not this layout
+    line = row_of(AIC_00001, model="Qwen3-235B-A22B", gpu_count="1", tp="1", notes="moe_tp=2 moe_ep=0 attention_dp=1")
+    assert (one(line).tp, one(line).attention_dp) == (2, 2)
+    line = row_of(AIC_00001, model="Qwen3-235B-A22B", gpu_count="1", tp="1", notes="moe_tp=2 moe_ep=2 attention_dp=1")
+    assert (one(line).tp, one(line).attention_dp) == (2, 1)
 
 
 # aic-04398 of published-serving.csv (aiconfigurator row 2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4

@@ -614,7 +614,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     if moe_tp > tp * pp and count == tp * pp:
         # the serving file's own contradiction (Qwen3-235B FP8 on "1 × H200", tp 1, notes moe_tp=2: 236 GB of
         # weights on one 141 GB card): the layout the notes name is the one that held the model
-        if tp == 1 and layout.get("moe_ep", 1) == 1:
+        if tp == 1 and (layout.get("moe_ep") or 1) == 1:  # moe_ep=0 in the file: no expert parallelism
             # tp 1 with the experts split moe_tp ways is data parallelism over moe_tp GPUs: each runs attention
             # whole for its own requests, and the MoE layers shard over all of them
             # (vLLM's --data-parallel-size without --enable-expert-parallel, SGLang's --enable-dp-attention)
