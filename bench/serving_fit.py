@@ -5,7 +5,8 @@ shared/data/published-serving.csv falls in the fitting half or the held-out half
 so a configuration's TTFT and TPOT rows stay together. TensorRT-LLM is fitted on its serving half and
 its release-1.x half of published-measurements.csv together (the 0.14 and 0.17 entries keep theirs).
 Few global parameters per engine family (FAMILY_PARAMS, or `--params`), kept within what the lent H200
-measured (BOUNDS); the bands are the residual quantiles on the fitting half. `--write` stores the fit in
+measured (BOUNDS, on the rate achieved: bounds_for); the bands are the residual quantiles on the fitting
+half. `--write` stores the fit in
 src/vazao/catalog/data/calibration.yaml (the shipped values were written so: docs/accuracy.md gives the
 commands); `--iters 0` re-scores the profile's current values; `--values FILE` takes each family's values
 from a serving_fit.json instead of fitting. Results: bench/results/serving_fit.json. `--split gpu` and
