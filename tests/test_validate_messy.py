@@ -507,3 +507,35 @@ def test_a_run_s_own_client_count_is_read_where_the_row_s_concurrency_differs():
     # out of range: one line, no traceback
     bad = one(row_of(AIC_01589, source=AIC_01589.split(",")[1].replace("=192", "=0")))
     assert "silicon_concurrency must be a positive number" in bad.reason
+
+
+# aic-02046 of published-serving.csv: vLLM 0.12.0, Llama-3.1-8B-Instruct FP8 on one H200, 4000/1000 at 128 clients,
+# TPOT 21.99 ms; its source names the checkpoint (NVIDIA's Model Optimizer FP8 export)
+AIC_02046 = ('aic-02046,ai-dynamo/aiconfigurator silicon_sample.csv row nvidia_llama_3_1_8b_instruct_fp8_'
+             'nvidia_llama_3_1_8b_instruct_fp8_h200_sxm_vllm_agg_4000x1000_c128_tp1_epnone_10 (source_file=/Users/'
+             'harrli/projects/aic-auto-gap-analysis/data/h200_sxm/vllm/0.12.0/nvidia_Llama-3.1-8B-Instruct-FP8.csv; '
+             'silicon_concurrency=128),vllm,0.12.0,Llama-3.1-8B-Instruct,8.03,FP8,gemm=fp8 moe=fp8,H200-SXM-141GB,'
+             '1,1,1,4000,1000,concurrency=128,tpot_ms,21.99,aggregated serving at fixed concurrency 128; moe_tp=1 '
+             'moe_ep=1 attention_dp=1; mean over the run as dumped by aiconfigurator\n')
+
+
+def test_a_named_modelopt_fp8_checkpoint_brings_its_fp8_kv_cache():
+    r = one(AIC_02046)
+    assert r.kv == "fp8"
+    assert "'nvidia_llama_3_1_8b_instruct_fp8'" in said(r, "KV dtype not stated", "Model Optimizer")
+    assert not [a for a in r.assumed if "engine's default for the checkpoint" in a]  # one reading, not two
+    assert "strict: the row needs a reading" in str(one(AIC_02046, strict=True))
+    # the reading reaches the prediction: vLLM's default (a 16-bit cache) reads twice the KV bytes each step
+    # (128 sequences of ~4,500 tokens: 75 GB at 16 bits on one H200, 4.8 TB/s), so its TPOT is slower
+    default = one(row_of(AIC_02046, source="a blog post"))
+    assert default.kv == "gemm=fp8 moe=fp8" and "engine's default" in said(default, "KV dtype not stated")
+    assert predict(r).kv == "fp8" and predict(default).kv == "fp16"
+    assert predict(r).value < 0.8 * predict(default).value
+    # the checkpoint named as the model, with no KV cell: the same reading
+    named = one(row_of(AIC_02046, source="", model="nvidia/Llama-3.1-8B-Instruct-FP8", precision_kv_or_compute=""))
+    assert named.kv == "fp8"
+    # a KV dtype the row states wins; an FP8 checkpoint of another publisher, or an NVIDIA one that is not FP8
+    # weights, brings none
+    assert one(row_of(AIC_02046, precision_kv_or_compute="bf16")).kv == "bf16"
+    assert one(row_of(AIC_02046, source="RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8")).kv == "gemm=fp8 moe=fp8"
+    assert one(row_of(AIC_02046, precision_weights="BF16")).kv == "gemm=fp8 moe=fp8"

@@ -481,17 +481,34 @@ def _served_weights(weights: str, family: str, gpu: str, model: str, notes: list
     return "mxfp4"
 
 
-def _kv(text: str, weights: str, notes: list[str]) -> tuple[str, str]:
-    """(kv as written, weights): the serving file's 'gemm=X moe=Y' names the GEMM and MoE quantization, not
-    the KV dtype: that is the engine's default for the checkpoint (noted); an empty weight format is the
-    GEMM's."""
+# An NVIDIA Model Optimizer FP8 checkpoint named by the row (its model or its source:
+# "nvidia/Llama-3.1-8B-Instruct-FP8", aiconfigurator's "nvidia_Llama-3.1-8B-Instruct-FP8.csv"). Its
+# hf_quant_config.json declares the KV cache's quantization (kv_cache_quant_algo: FP8 in
+# nvidia/Llama-3.1-70B-Instruct-FP8's, modelopt 0.23.0, as ai-dynamo/aiconfigurator keeps it in
+# aic-core/src/aiconfigurator_core/model_configs/), which aiconfigurator's generator passes to the engine
+# (--kv-cache-dtype; generator/config/backend_config_mapping.yaml) and vLLM reads itself since PR #29980
+# (kv-cache-dtype auto). TensorRT-LLM's docs show an older export of the same repositories with
+# kv_cache_quant_algo null, and trtllm-bench then sets FP8 anyway.
+_MODELOPT_FP8 = re.compile(r"(?<![a-z0-9])nvidia[/_]+[a-z0-9][a-z0-9._-]{0,80}?[-_]fp8(?![a-z0-9])", re.I)
+
+
+def _modelopt_fp8(d: dict) -> str | None:
+    """The NVIDIA Model Optimizer FP8 checkpoint the row's model or source names, if any."""
+    m = _MODELOPT_FP8.search(d.get("model") or "") or _MODELOPT_FP8.search(d.get("source") or "")
+    return m.group(0)[:60] if m else None
+
+
+def _kv(text: str, weights: str, notes: list[str], checkpoint: str | None = None) -> tuple[str, str]:
+    """(kv, weights): the serving file's 'gemm=X moe=Y' names the GEMM and MoE quantization, not the KV dtype:
+    that is the engine's default for the checkpoint (noted), or FP8 where the row names a ModelOpt FP8
+    checkpoint (`checkpoint`, noted); an empty weight format is the GEMM's."""
     gemm = GEMM_MODE.search(text)
     if not gemm:
+        if checkpoint and text.strip().lower() == "not stated" and weights.strip().lower() == "fp8":
+            return _checkpoint_note(checkpoint, notes), weights
         return text, weights
     moe = _MOE.search(text)
     mode = gemm.group(1).lower()
-    _note(notes, f"KV dtype not stated ({text.strip()[:40]!r} gives the GEMM and MoE quantization): the engine's "
-                 "default for the checkpoint")
     if not weights:
         fmt = _GEMM_FORMATS.get(mode)
         if fmt is None:
@@ -500,7 +517,17 @@ def _kv(text: str, weights: str, notes: list[str]) -> tuple[str, str]:
         weights = fmt
         _note(notes, f"precision_weights not stated: {fmt}, the GEMM mode {mode!r}"
                      + (f" (MoE {moe.group(1)})" if moe else ""))
+    if checkpoint and weights.strip().lower() == "fp8":
+        return _checkpoint_note(checkpoint, notes), weights
+    _note(notes, f"KV dtype not stated ({text.strip()[:40]!r} gives the GEMM and MoE quantization): the engine's "
+                 "default for the checkpoint")
     return text, weights
+
+
+def _checkpoint_note(checkpoint: str, notes: list[str]) -> str:
+    _note(notes, f"KV dtype not stated: the checkpoint the row names ({checkpoint!r}, NVIDIA Model Optimizer FP8) "
+                 "declares an FP8 KV cache, which aiconfigurator's generator passes to the engine: fp8")
+    return "fp8"
 
 
 _BUDGET = re.compile(r"\b(max[_-]num[_-]batched[_-]tokens|max[_-]num[_-]tokens|max[_-]prefill[_-]tokens)\s*[=:]\s*"
@@ -629,7 +656,7 @@ def _row(d: dict, line: int, strict: bool = False) -> MeasuredRow:
     tp, count = _multiplied_layout(layout, tp, pp, count, gpu, notes)
     weights = _precision(d["precision_weights"], "precision_weights", notes)
     kv = _precision(d.get("precision_kv_or_compute") or "not stated", "precision_kv_or_compute", notes) or "not stated"
-    kv, weights = _kv(kv, weights, notes)
+    kv, weights = _kv(kv, weights, notes, _modelopt_fp8(d))
     weights = _served_weights(weights, family, gpu, d["model"].strip(), notes)
     input_len, output_len = _lengths(d, notes)
     condition, how = _condition(d["concurrency_or_batch"])
