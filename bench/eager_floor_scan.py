@@ -2,16 +2,18 @@
 
 A step with a prompt chunk runs eagerly in TensorRT-LLM's PyTorch executor (1.x): it lasts at least its layers'
 kernel launches (EngineProfile.eager_step_layer_s, docs/accuracy.md). The value is one number per release entry
-the serving file has rows for: 1.0 (its own entry: Llama-3.1-8B, Qwen3-32B, Qwen3-235B on H100) and the base
-(1.1–1.3 and the rows that state no release: Llama-3.1-70B, gpt-oss-120b, DeepSeek on H200, gpt-oss and Qwen3 on
-H100). Releases before engines.yaml's eager_since_version (0.14, 0.17: the C++ executor) have none. Each
+the serving file has rows for: 1.0 (its own entry: Llama-3.1-8B, Qwen3-32B, Qwen3-235B on H100), 1.1 (its own
+entry: DeepSeek-R1/V3 on H200 with the experts split 8 ways) and the base (1.2, 1.3 and the rows that state no
+release: Llama-3.1-70B, gpt-oss-120b, DeepSeek on H200, gpt-oss and Qwen3 on H100). Releases before
+engines.yaml's eager_since_version (0.14, 0.17: the C++ executor) have none. Each
 candidate is scored on the rows of bench/serving_fit.py's fitting half (the same crc32 split); for each release
 the candidate with the lowest loss on its fitting-half rows is the one shipped: the objective every other fitted
 parameter minimizes (bench/serving_fit.py, `vazao calibrate`: soft-L1 of log(predicted / measured), each metric
 weighted alike, vazao.calibrate.loss_of), smoother than a median, which is flat within 0.2 points from 0.8 to
 1.2 ms on release 1.0's rows. Both halves' loss and median |error| are reported.
 
-    python bench/eager_floor_scan.py [--values 0,0.0002,…]   (default: 0 to 2 ms a layer in steps of 0.2 ms)
+    python bench/eager_floor_scan.py [--values 0,0.0002,…]   (default: 0 to 2 ms a layer in steps of 0.2 ms,
+                                                              then 2.5, 3, 4, 5, 6 and 8 ms)
 
 Writes bench/results/eager_floor_scan.json. About 10 s a candidate on two cores.
 """
@@ -31,14 +33,20 @@ sys.path.insert(0, str(HERE))
 
 import serving_fit  # noqa: E402  (bench/: the fitting half's split)
 
+# the release entries of calibration.yaml that carry their own floor; every other 1.x row runs with the base's
+GROUPS = ("1.0", "1.1", "base")
+
 
 def _group(row) -> str:
     v = row.version
-    return "1.0" if v and tuple(v[:2]) == (1, 0) else "base"
+    for g in GROUPS[:-1]:
+        if v and tuple(v[:2]) == tuple(int(x) for x in g.split(".")):
+            return g
+    return "base"
 
 
 def score(value: float) -> dict:
-    """Predict the serving file with both releases' floors at `value` (the shipped profile otherwise)."""
+    """Predict the serving file with every 1.x release's floor at `value` (the shipped profile otherwise)."""
     from vazao.calibrate import _row_weights, loss_of
     from vazao.physics.profiles import EngineProfile
     from vazao.validate.rows import read_rows
@@ -60,7 +68,7 @@ def score(value: float) -> dict:
         EngineProfile.at_version = orig
     out: dict = {}
     for half, held in (("fitting", False), ("held_out", True)):
-        for group in ("1.0", "base"):
+        for group in GROUPS:
             sel = [r for r in res if serving_fit.held_out(r.row) == held and _group(r.row) == group]
             loss = loss_of(sel, _row_weights([r.row for r in sel]))
             ape = statistics.median(r.ape for r in sel if r.ape is not None)
@@ -70,7 +78,8 @@ def score(value: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--values", default=",".join(f"{i * 0.0002:.4f}" for i in range(11)),
+    ap.add_argument("--values", default=",".join([f"{i * 0.0002:.4f}" for i in range(11)]
+                                                 + ["0.0025", "0.003", "0.004", "0.005", "0.006", "0.008"]),
                     help="candidate seconds per layer, comma-separated")
     args = ap.parse_args()
     values = [float(v) for v in args.values.split(",")]
@@ -79,7 +88,7 @@ def main() -> int:
     for v in values:
         table[v] = score(v)
         print(v, json.dumps(table[v]), flush=True)
-    best = {g: min(values, key=lambda v: table[v][f"fitting {g}"]["loss"]) for g in ("1.0", "base")}
+    best = {g: min(values, key=lambda v: table[v][f"fitting {g}"]["loss"]) for g in GROUPS}
     doc = {"name": "eager_floor_scan", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
            "result": {"candidates_s_per_layer": values, "by_value": {str(v): table[v] for v in values},
                       "chosen_on_fitting_half": best, "wall_s": round(time.perf_counter() - t0, 1)}}

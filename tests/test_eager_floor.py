@@ -153,3 +153,18 @@ def test_the_estimate_names_the_floor_and_the_setting_without_it():
     assert any("eager_step_layer_s: 0" in n and "94 layers" in n for n in est.kernel_notes)
     cpp = make_deployment("llama-3.1-8b", "h100-sxm", engine=_trt((0, 17)))
     assert not any("eager" in n for n in estimate(cpp, [1], 1024, 64).kernel_notes)
+
+
+def test_each_release_entry_with_rows_carries_its_own_floor():
+    """One floor per release entry the serving file has rows for (bench/eager_floor_scan.py chooses each on its
+    fitting-half rows): 1.1 (DeepSeek-R1/V3 on 8 H200, the experts split 8 ways: in published-serving.csv a TTFT of
+    455-973 ms at 1,024 prompt tokens and 4-64 clients, aic-02485, -02503, -02495, -02491, -02475, and 596 ms for
+    8,192 prompt tokens at 4 clients, aic-02489) has a floor of its own, above 1.0's and the base's; 1.2 and later,
+    with no entry, run with the base's."""
+    f10, f11, base = (_trt(r).eager_step_layer_s for r in ((1, 0), (1, 1, 0), (1, 2, 0)))
+    assert f11 > 2 * max(f10, base) and min(f10, base) > 0
+    assert _trt((1, 1, 0)).eager_step_layer_s == _trt((1, 1, 9)).eager_step_layer_s
+    assert _trt((1, 3, 0)).eager_step_layer_s == base == _trt(None).eager_step_layer_s
+    # the 1.1 entry keeps every other value the base had when its floor was chosen: only the floor is its own
+    # (serving_fit.py --release base writes an inheriting entry the values it ran with)
+    assert _trt((1, 1, 0)).compute_efficiency > 0.5
