@@ -33,16 +33,24 @@ sys.path.insert(0, str(HERE))
 
 import serving_fit  # noqa: E402  (bench/: the fitting half's split)
 
-# the release entries of calibration.yaml that carry their own floor; every other 1.x row runs with the base's
-GROUPS = ("1.0", "1.1", "base")
+
+def _groups() -> tuple[str, ...]:
+    """The release entries of calibration.yaml from the PyTorch executor on (each carries its own floor), then
+    the base, which every other 1.x row runs with."""
+    from vazao.physics.profiles import get_engine
+
+    eng = get_engine("trtllm")
+    own = [e["min_version"] for e in eng.versions if tuple(e["min_version"]) >= eng.eager_since_version]
+    return (*(".".join(map(str, v)) for v in own), "base")
+
+
+GROUPS = _groups()
 
 
 def _group(row) -> str:
-    v = row.version
-    for g in GROUPS[:-1]:
-        if v and tuple(v[:2]) == tuple(int(x) for x in g.split(".")):
-            return g
-    return "base"
+    from vazao.bands import of_release, release_key
+
+    return next((g for g in GROUPS[:-1] if of_release(row.version, release_key(g))), "base")
 
 
 def score(value: float) -> dict:
