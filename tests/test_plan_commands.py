@@ -99,3 +99,19 @@ def test_llama_cpp_command_says_its_figures_are_the_calibrated_builds():
     (n4,) = [n for n in q4.notes if "calibrated llama.cpp builds" in n]
     (n16,) = [n for n in f16.notes if "calibrated llama.cpp builds" in n]
     assert "unpack quantized weights" in n4 and "unpack" not in n16 and "vazao bench" in n16
+
+
+def test_trtllm_chunks_prompts_longer_than_its_step_budget():
+    """TensorRT-LLM's PyTorch backend refuses a prompt longer than --max_num_tokens unless chunked prefill is on
+    (tensorrt_llm/llmapi/llm.py, LLM._check_arguments; off by default, LlmArgs.enable_chunked_prefill), and the
+    trtllm profile vazao predicts with chunks prompts: a 16k context over an 8,192-token step budget must say so."""
+    from vazao.catalog.engine_flags import check_command
+    from vazao.physics.profiles import get_engine
+
+    assert get_engine("trtllm").chunked_prefill  # what the prediction assumes, and so what the command must set
+    spec = LaunchSpec(model="llama-3.1-8b", fmt="bf16", kv="fp16", max_model_len=16384, max_num_batched_tokens=8192)
+    c = launch_command("trtllm", spec)
+    argv = c.argv
+    assert int(argv[argv.index("--max_seq_len") + 1]) > int(argv[argv.index("--max_num_tokens") + 1])
+    assert "--enable_chunked_prefill" in argv and argv[argv.index("--enable_chunked_prefill") + 1].startswith("--")
+    check_command(c, "9.0")  # a flag trtllm-serve defines, taking no value

@@ -387,6 +387,11 @@ def _trtllm(s: LaunchSpec) -> _Args:
     _parallel(a, s, "--tp_size", "--pp_size", None)
     a.add("--max_batch_size", s.max_num_seqs, "most sequences per step: the batch that meets the TPOT limit")
     a.add("--max_num_tokens", s.max_num_batched_tokens, "tokens per step")
+    # off by default (LlmArgs.enable_chunked_prefill); without it the PyTorch backend refuses any prompt longer
+    # than --max_num_tokens (tensorrt_llm/llmapi/llm.py, LLM._check_arguments: "The sum of prompt length ...
+    # should not exceed max_num_tokens"), and vazao's trtllm profile predicts with chunked prefill
+    a.add("--enable_chunked_prefill", None, "prompts longer than --max_num_tokens go in chunks, as predicted; "
+                                            "without it trtllm-serve refuses them")
     a.add("--max_seq_len", s.max_model_len, "longest prompt + answer")
     a.add("--kv_cache_free_gpu_memory_fraction", s.gpu_memory_utilization,
           "share of the memory left after the weights for the KV cache")
