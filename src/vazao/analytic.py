@@ -110,10 +110,13 @@ def kernel_notes(dep: Deployment) -> tuple[str, ...]:
                      f"attention on (-fa, the default since -fa auto) a --profile with attention_score_bytes: 0 "
                      f"predicts it")
     if dep.consts.eager_floor_s:
+        moe, dense = s.moe_layers_per_stage, s.layers_per_stage - s.moe_layers_per_stage
+        parts = [f"{n:g} {kind}layers × {v * 1e3:g} ms" for n, kind, v in
+                 ((dense, "dense " if moe else "", eng.eager_step_layer_s), (moe, "MoE ", eng.eager_moe_layer_s)) if n]
         notes.append(f"{eng.name}: a step with a prompt chunk lasts at least {dep.consts.eager_floor_s * 1e3:.3g} ms "
-                     f"({s.layers_per_stage:g} layers × {eng.eager_step_layer_s * 1e3:g} ms of eager launches from "
-                     f"Python, fitted on the serving rows of its PyTorch executor); a release that captures prompt "
-                     f"steps in CUDA graphs too: a --profile with eager_step_layer_s: 0 predicts it")
+                     f"({' + '.join(parts)} of eager launches from Python, fitted on the serving rows of its PyTorch "
+                     f"executor); a release that captures prompt steps in CUDA graphs too: a --profile with "
+                     f"eager_step_layer_s: 0 and eager_moe_layer_s: 0 predicts it")
     return tuple(notes)
 
 

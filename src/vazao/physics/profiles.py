@@ -66,8 +66,11 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     # host time per layer of a step that runs eagerly, not replayed from a CUDA graph: a step that carries
     # prompt tokens lasts at least (layers on the GPU) × this while the host issues its kernels one by one
     # (TensorRT-LLM's PyTorch executor captures decode-only steps in graphs and launches the rest from Python);
-    # 10 ms a layer is far above any launch cost
+    # 10 ms a layer is far above any launch cost. Per dense layer; a MoE layer has its own (eager_moe_layer_s):
+    # its router, top-k, token permutation, expert GEMMs and finalize are several launches more, and the serving
+    # file's rows ask for different values (bench/eager_floor_scan.py, docs/accuracy.md)
     "eager_step_layer_s": (0.0, 0.01),
+    "eager_moe_layer_s": (0.0, 0.01),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
 SIZINGS = ("fixed", "trtllm-bench")
@@ -125,7 +128,8 @@ class EngineProfile:
     fp16_accumulate: bool = False  # 16-bit GEMMs accumulate in FP16 (llama.cpp's cuBLAS path): 2× on GeForce
     request_overhead_s: float = 0.0
     host_overlap: float = 0.0
-    eager_step_layer_s: float = 0.0  # CALIBRATED["eager_step_layer_s"]: a prompt step's floor per layer
+    eager_step_layer_s: float = 0.0  # CALIBRATED["eager_step_layer_s"]: a prompt step's floor per dense layer
+    eager_moe_layer_s: float = 0.0  # CALIBRATED["eager_moe_layer_s"]: the same per MoE layer
     # the first release whose executor runs prompt steps eagerly (TensorRT-LLM 1.0 made its PyTorch executor the
     # default; 0.x ran compiled TensorRT engines from C++): an older release has no such floor, whatever a fit
     # or the base says. Empty: every release.
@@ -225,8 +229,9 @@ class EngineProfile:
             if tuple(entry["min_version"]) <= tuple(version) and (
                     "max_version" not in entry or tuple(version) <= tuple(entry["max_version"])):
                 out = replace(out, **{k: v for k, v in entry.items() if k not in ("min_version", "max_version")})
-        if out.eager_step_layer_s and self.eager_since_version and tuple(version) < self.eager_since_version:
-            out = replace(out, eager_step_layer_s=0.0)
+        if ((out.eager_step_layer_s or out.eager_moe_layer_s) and self.eager_since_version
+                and tuple(version) < self.eager_since_version):
+            out = replace(out, eager_step_layer_s=0.0, eager_moe_layer_s=0.0)
         return out
 
     def key(self) -> tuple[tuple[str, Any], ...]:
@@ -259,7 +264,7 @@ class EngineProfile:
             compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
-            request_overhead_s=0.0, eager_step_layer_s=0.0, memory_basis="total",
+            request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, memory_basis="total",
         )
 
 

@@ -10,8 +10,8 @@ each expert c intermediate columns per rank; and stream routed experts' weights 
 the dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
 and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
 over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs. An engine that launches a
-prompt step's kernels from Python (eager_step_layer_s) holds a step with a prompt chunk to at least its layers'
-launch time.
+prompt step's kernels from Python (eager_step_layer_s a dense layer, eager_moe_layer_s a MoE layer) holds a step
+with a prompt chunk to at least its layers' launch time.
 """
 
 from __future__ import annotations
@@ -194,6 +194,7 @@ class ShardConstants:
     dequant_pass_bytes: float = 0.0
     dequant_pass_gemm_extra_bytes: float = 0.0
     layers_per_stage: float = 0.0  # the layers one GPU runs (the model's over pp), for an eager step's floor
+    moe_layers_per_stage: float = 0.0  # of them, the MoE layers (their floor is EngineProfile.eager_moe_layer_s)
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -270,6 +271,7 @@ class ShardConstants:
             dequant_pass_bytes=layer_params * (wb + UNPACKED_BYTES),
             dequant_pass_gemm_extra_bytes=layer_params * (UNPACKED_BYTES - wb),
             layers_per_stage=m.num_layers / dep.pp,
+            moe_layers_per_stage=m.moe_layers / dep.pp,
         )
         return out
 
@@ -470,8 +472,10 @@ class StepConstants(Generic[Num]):
         self.per_sequence_overhead_s = eng.per_sequence_overhead_s
         self.host_overlap = eng.host_overlap
         # a step that carries a prompt chunk runs eagerly (not from a CUDA graph): it lasts at least its layers'
-        # kernel launches from the host (EngineProfile.eager_step_layer_s), which the GPU's work overlaps
-        self.eager_floor_s = eng.eager_step_layer_s * shard.layers_per_stage
+        # kernel launches from the host (EngineProfile.eager_step_layer_s a dense layer, eager_moe_layer_s a MoE
+        # layer), which the GPU's work overlaps
+        self.eager_floor_s = (eng.eager_step_layer_s * (shard.layers_per_stage - shard.moe_layers_per_stage)
+                              + eng.eager_moe_layer_s * shard.moe_layers_per_stage)
         # Weights that do not fit stream from host memory over the host link on every step.
         self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
 
