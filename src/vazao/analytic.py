@@ -111,8 +111,8 @@ def kernel_notes(dep: Deployment) -> tuple[str, ...]:
                      f"predicts it")
     if dep.consts.eager_floor_s:
         moe, dense = s.moe_layers_per_stage, s.layers_per_stage - s.moe_layers_per_stage
-        parts = [f"{n:g} {kind}layers × {v * 1e3:g} ms" for n, kind, v in
-                 ((dense, "dense " if moe else "", eng.eager_step_layer_s), (moe, "MoE ", eng.eager_moe_layer_s)) if n]
+        kinds = ((dense, "dense " if moe else "", eng.eager_step_layer_s), (moe, "MoE ", eng.eager_moe_layer_s))
+        parts = [f"{n:g} {kind}layers × {v * 1e3:g} ms" for n, kind, v in kinds if n and v]
         notes.append(f"{eng.name}: a step with a prompt chunk lasts at least {dep.consts.eager_floor_s * 1e3:.3g} ms "
                      f"({' + '.join(parts)} of eager launches from Python, fitted on the serving rows of its PyTorch "
                      f"executor); a release that captures prompt steps in CUDA graphs too: a --profile with "
