@@ -9,10 +9,11 @@ Releases before engines.yaml's eager_since_version (0.14, 0.17: the C++ executor
 scored on the rows of bench/serving_fit.py's fitting half (the same crc32 split) with both floors at that value:
 a dense model's rows choose the dense floor and a MoE model's rows the MoE floor (DeepSeek's three dense layers
 aside, neither depends on the other), per release; an entry without rows of one kind (1.1 has no dense model)
-keeps the base's. The candidate with the lowest loss is the one shipped: the objective every other fitted
-parameter minimizes (bench/serving_fit.py, `vazao calibrate`: soft-L1 of log(predicted / measured), each metric
-weighted alike, vazao.calibrate.loss_of), smoother than a median, which is flat within 0.2 points from 0.8 to
-1.2 ms on release 1.0's rows. Both halves' loss and median |error| are reported.
+keeps the base's. The candidate with the lowest loss is the one shipped, unless the shipped value's loss is
+within KEEP_WITHIN (1%) of it: the loss is the objective every other fitted parameter minimizes
+(bench/serving_fit.py, `vazao calibrate`: soft-L1 of log(predicted / measured), each metric weighted alike,
+vazao.calibrate.loss_of), smoother than a median, which is flat within 0.2 points from 0.8 to 1.2 ms on release
+1.0's rows. Both halves' loss and median |error| are reported.
 
     python bench/eager_floor_scan.py [--values 0,0.0002,…]   (default: 0 to 2 ms a layer in steps of 0.2 ms,
                                                               then 2.5, 3, 4, 5, 6 and 8 ms)
