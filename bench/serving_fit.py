@@ -38,8 +38,8 @@ MEASUREMENTS = DATA / "published-measurements.csv"
 CALIBRATION = HERE.parent / "src" / "vazao" / "catalog" / "data" / "calibration.yaml"
 FAMILY_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "step_overhead_s",
                  "per_sequence_overhead_s", "request_overhead_s", "allreduce_latency_s", "moe_efficiency",
-                 "moe_memory_efficiency", "moe_width_ramp_cols")
-MOE_PARAMS = ("moe_efficiency", "moe_memory_efficiency", "moe_width_ramp_cols")
+                 "moe_memory_efficiency", "moe_width_ramp_cols", "moe_layer_overhead_s")
+MOE_PARAMS = ("moe_efficiency", "moe_memory_efficiency", "moe_width_ramp_cols", "moe_layer_overhead_s")
 STEPS = (1.5,)  # one coordinate pass (a new parameter starts at its default) before the joint refinement
 # No kernel reaches the datasheet: the lent H200 measured 750 and 803 TFLOP/s on an 8192³ bf16 product against the
 # catalog's 989, and copied 4.22 and 4.17 TB/s against its 4.80 (bench/results/gpu/h200_llama_torch_run1.json,

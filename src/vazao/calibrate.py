@@ -30,7 +30,7 @@ FIT_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency",
 _FLOOR = {"compute_ramp_tokens": 16.0, "moe_width_ramp_cols": 32.0, "pipeline_bubble": 0.05,
           "stream_ceiling_bytes_per_s": 5e12, "compute_ceiling_flops": 4e14, "step_overhead_s": 1e-4,
           "dequant_factor": 0.05,
-          "request_overhead_s": 1e-3, "per_sequence_overhead_s": 1e-7,
+          "request_overhead_s": 1e-3, "per_sequence_overhead_s": 1e-7, "moe_layer_overhead_s": 1e-5,
           "host_overlap": 0.5}
 # searched as their inverse (scale / value): 1 means a 1 TB/s or 1 PFLOP/s ceiling
 _INVERSE = {"stream_ceiling_bytes_per_s": 1e12, "compute_ceiling_flops": 1e15}

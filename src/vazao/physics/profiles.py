@@ -71,6 +71,11 @@ CALIBRATED: dict[str, tuple[float, float]] = {
     # file's rows ask for different values (bench/eager_floor_scan.py, docs/accuracy.md)
     "eager_step_layer_s": (0.0, 0.01),
     "eager_moe_layer_s": (0.0, 0.01),
+    # a MoE layer's fixed time in every step, charged with the step's overhead: its router, top-k, token
+    # permutation, grouped expert GEMMs and finalize are a dozen short kernels, each with its own latency, that a
+    # step's few tokens per expert do not hide (a CUDA graph removes the host's launches, not the kernels' own
+    # time); a dense layer's few large GEMMs hide theirs under the weights' reads. 1 ms a layer is far above them
+    "moe_layer_overhead_s": (0.0, 1e-3),
 }
 ADMISSIONS = ("optimistic", "guaranteed")
 SIZINGS = ("fixed", "trtllm-bench")
@@ -130,6 +135,7 @@ class EngineProfile:
     host_overlap: float = 0.0
     eager_step_layer_s: float = 0.0  # CALIBRATED["eager_step_layer_s"]: a prompt step's floor per dense layer
     eager_moe_layer_s: float = 0.0  # CALIBRATED["eager_moe_layer_s"]: the same per MoE layer
+    moe_layer_overhead_s: float = 0.0  # CALIBRATED["moe_layer_overhead_s"]: a MoE layer's fixed time per step
     # the first release whose executor runs prompt steps eagerly (TensorRT-LLM 1.0 made its PyTorch executor the
     # default; 0.x ran compiled TensorRT engines from C++): an older release has no such floor, whatever a fit
     # or the base says. Empty: every release.
@@ -264,7 +270,8 @@ class EngineProfile:
             compute_ramp_tokens=0.0, moe_width_ramp_cols=0.0,
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
-            request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, memory_basis="total",
+            request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, moe_layer_overhead_s=0.0,
+            memory_basis="total",
         )
 
 

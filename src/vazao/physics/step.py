@@ -468,7 +468,8 @@ class StepConstants(Generic[Num]):
                                      1 / link) / shard.expert_token_mult if pp > 1 else 0.0)
         self.p2p_latency_s = (P2P_LATENCY_S + crossings / hops * INTER_NODE_LATENCY_S
                               if (pp > 1 and eng.allreduce_latency_s) else 0.0)
-        self.step_overhead_s = eng.step_overhead_s
+        # the step's fixed time: the engine's, and each MoE layer's short kernels (EngineProfile.moe_layer_overhead_s)
+        self.step_overhead_s = eng.step_overhead_s + eng.moe_layer_overhead_s * shard.moe_layers_per_stage
         self.per_sequence_overhead_s = eng.per_sequence_overhead_s
         self.host_overlap = eng.host_overlap
         # a step that carries a prompt chunk runs eagerly (not from a CUDA graph): it lasts at least its layers'
