@@ -2,7 +2,8 @@
 carried into a step's cost: custom_allreduce_gpus is compared against a tensor-parallel width,
 attention_score_bytes multiplied into every step's attention traffic (a string, a list and 1e300 reached it as a
 TypeError before it was bounded), dequant_pass_tokens compared with every step's token count and
-dequant_pass_generations with the GPU's generation."""
+dequant_pass_generations with the GPU's generation; the eager floors and a MoE layer's fixed time multiplied by a
+model's layers in every step."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ CASES = [
     for value in ('"ada"', "3", "[1, 2]", "{ada: 1}", '["' + "x" * 41 + '"]')
 ] + [
     ("llama.cpp", "dequant_pass_generations", "[adaa]", "unknown hardware generation 'adaa'", ("ada",)),
+] + [
+    # a prompt step's eager floors and a MoE layer's fixed time (physics/profiles.py CALIBRATED), charged per
+    # layer in every step
+    ("trtllm", key, value, f"{key} must be a number" if value in ('"x"', "true") else f"{key} must be from 0 to {top}",
+     good)
+    for key, top, good in (("eager_step_layer_s", "0.01", 0.002), ("eager_moe_layer_s", "0.01", 0.002),
+                           ("moe_layer_overhead_s", "0.001", 0.0005))
+    for value in ('"x"', "true", "-1", "0.5")
 ]
 
 
