@@ -39,9 +39,10 @@ CALIBRATION = HERE.parent / "src" / "vazao" / "catalog" / "data" / "calibration.
 FAMILY_PARAMS = ("memory_efficiency", "compute_efficiency", "attention_efficiency", "step_overhead_s",
                  "per_sequence_overhead_s", "request_overhead_s", "allreduce_latency_s", "moe_efficiency",
                  "moe_memory_efficiency", "moe_width_ramp_cols", "moe_layer_overhead_s")
-# fitted only where the rows hold a MoE model. moe_layer_overhead_s is shipped for TensorRT-LLM's base alone: on
-# 2026-12-07 vLLM's base fit left it at 0 and SGLang's (15 µs) held out no better, so their entries do not carry
-# it; a later --write of those entries adds it, and its held-out figure is what decides whether to keep it
+# fitted only where the rows hold a MoE model. moe_layer_overhead_s is shipped for TensorRT-LLM's base (53 µs) and
+# 1.1 (11 µs): on 2026-12-07 vLLM's base fit left it at 0 (its entries state the 0) and SGLang's (15 µs) held out no
+# better, so SGLang's entries do not carry it; a later --write of those entries adds it (a --write copies into every
+# release entry the values it ran with), and its held-out figure is what decides whether to keep it
 MOE_PARAMS = ("moe_efficiency", "moe_memory_efficiency", "moe_width_ramp_cols", "moe_layer_overhead_s")
 STEPS = (1.5,)  # one coordinate pass (a new parameter starts at its default) before the joint refinement
 # No kernel reaches the datasheet: the lent H200 measured 750 and 803 TFLOP/s on an 8192³ bf16 product against the
