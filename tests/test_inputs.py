@@ -142,4 +142,26 @@ json_tree = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(a
 @given(json_tree)
 def test_round_trip_of_valid_documents(obj):
     assert inputs.loads_json(json.dumps(obj), "x") == obj
-    assert inputs.loads_yaml(yaml.safe_dump(obj), "x") == obj
+    assert inputs.loads_yaml(inputs.dump_yaml(obj), "x") == obj
+
+
+def test_a_number_in_exponent_form_is_a_number_as_in_yaml_1_2_and_json():
+    """PyYAML (YAML 1.1) reads 1e-5 as the string '1e-5'; a profile file's `per_sequence_overhead_s: 1e-5` was then
+    refused as not a number. User files read it as JSON and YAML 1.2 do."""
+    doc = inputs.loads_yaml("a: 1e-5\nb: 5E+3\nc: -2.5e3\nd: 1.0e-05\ne: .5e2\nf: 1_000e3\n"
+                            "g: 1e\nh: e5\ni: 1e-4x\nj: '1e-4'\nk: 0.14\nl: 12\n", "x")
+    assert doc == {"a": 1e-5, "b": 5000.0, "c": -2500.0, "d": 1e-5, "e": 50.0, "f": 1e6,
+                   "g": "1e", "h": "e5", "i": "1e-4x", "j": "1e-4", "k": 0.14, "l": 12}
+    assert all(type(doc[k]) is float for k in "abcdef")
+    # what vazao writes quotes such a string, so that it reads back (here and in a YAML 1.2 reader) as a string
+    text = inputs.dump_yaml({"name": "1e5", "rate": 1e-5})
+    assert "'1e5'" in text and inputs.loads_yaml(text, "x") == {"name": "1e5", "rate": 1e-5}
+
+
+def test_a_profile_file_takes_an_exponent(tmp_path):
+    from vazao.physics.profiles import load_profiles
+
+    path = tmp_path / "p.yaml"
+    path.write_text("engines:\n  vllm:\n    per_sequence_overhead_s: 2e-5\n    step_overhead_s: 1E-3\n")
+    eng = load_profiles(path)["vllm"]
+    assert (eng.per_sequence_overhead_s, eng.step_overhead_s) == (2e-5, 1e-3)

@@ -238,6 +238,31 @@ class GuardedLoader(yaml.SafeLoader):
             ) from None
 
 
+# YAML 1.1 (PyYAML) reads a number in exponent form as a float only with a dot and a signed exponent ("1.0e-05"):
+# "1e-5", "5E3" and "2.5e3" stay strings, and a profile file's `per_sequence_overhead_s: 1e-5` would be refused as
+# not a number. YAML 1.2 (and JSON) read them as floats; so do user files here, and what vazao writes quotes a
+# string of that form (dump_yaml), for this reader and for the YAML 1.2 readers of its artefacts (Kubernetes,
+# Compose). yaml.safe_dump writes floats themselves in the 1.1 form, which both read.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+GuardedLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+.0123456789"))
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes a string GuardedLoader (or a YAML 1.2 reader) would read as a number."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+.0123456789"))
+
+
+def dump_yaml(data: Any, **kwargs: Any) -> str:
+    """yaml.safe_dump, with strings such as "1e5" quoted (see _EXPONENT_FLOAT)."""
+    return yaml.dump(data, Dumper=_Dumper, **kwargs)
+
+
+def dump_yaml_all(documents: list, **kwargs: Any) -> str:
+    return yaml.dump_all(documents, Dumper=_Dumper, **kwargs)
+
+
 def _check_tree(node: yaml.Node, what: str, max_depth: int, max_nodes: int) -> None:
     """Refuse deep nesting and alias bombs on the composed node graph, before anything is built:
     an alias is the same node object seen again, so the expanded size is counted per object."""

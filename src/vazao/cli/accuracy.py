@@ -176,9 +176,7 @@ def calibrate_cmd(
     say = (lambda m: err_console.print(m, highlight=False)) if not (json_out or quiet) else None
     doc, fits = calibrate_engine(rows, fam, profile_path=path, workers=n, progress=say,
                                  source=str(measurements))
-    import yaml
-
-    inputs.write_text(output, yaml.safe_dump(doc, sort_keys=False), "profile file")
+    inputs.write_text(output, inputs.dump_yaml(doc, sort_keys=False), "profile file")
     summary = {"output": str(output), "engine": fam, "rows": len(rows), "unreadable": len(problems),
                "fits": [{"min_version": ".".join(map(str, f.min_version)) if f.min_version else None,
                          "rows": f.rows, "median_ape": f.median_ape, "values": dict(f.values)} for f in fits]}

@@ -106,9 +106,7 @@ def _quality(reference_url: str, candidate_url: str, *, prompts: Path, fmt: str,
                         max_tokens=max_tokens, top_logprobs=top_logprobs, timeout_s=timeout_s,
                         prompts_name=str(prompts))
     if output is not None:
-        import yaml
-
-        text = yaml.safe_dump(redact.redact_obj(rows_document([m.row()])), sort_keys=False, allow_unicode=True)
+        text = inputs.dump_yaml(redact.redact_obj(rows_document([m.row()])), sort_keys=False, allow_unicode=True)
         inputs.write_text(output, text, "quality row file (-o)")
     if json_out:
         emit_json(redact.redact_obj(json.loads(json.dumps(m.to_json()))))

@@ -2,7 +2,7 @@
 docker compose file with one service per replica behind nginx (`compose.yaml`, `nginx.conf`), Kubernetes
 Deployment + Service + model-cache PVC (`k8s.yaml`), the `vazao bench` command that checks it (`bench.sh`) and
 a README. Every amount the plan decided (replicas, GPUs per replica, batch, ports, the argv) is read from the
-candidate and its EngineCommand, never worked out again here; the YAML is `yaml.safe_dump` of plain dicts.
+candidate and its EngineCommand, never worked out again here; the YAML is `inputs.dump_yaml` of plain dicts.
 
 The containers are each engine's official image, pinned by tag (checked 2026-09; sources in IMAGES too):
 | engine | image | source |
@@ -26,8 +26,6 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import yaml
 
 from vazao import inputs
 from vazao.errors import VazaoError
@@ -223,7 +221,7 @@ def _compose(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, head
     doc = {"name": name, "services": services, "volumes": {"model-cache": {}}}
     lines = [*header, f"image {img.image} ({img.source}); endpoint {ENDPOINT_IMAGE} on :{_port(cmd)}",
              f"run: {TOKEN_ENV}=... docker compose up -d  (NVIDIA Container Toolkit)"]
-    return _comment(lines) + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return _comment(lines) + inputs.dump_yaml(doc, sort_keys=False, default_flow_style=False)
 
 
 def _cache_gib(model: str) -> int:
@@ -302,8 +300,8 @@ def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: 
     lines = [*header, f"image {img.image} ({img.source})",
              f"run: kubectl create secret generic {TOKEN_SECRET} --from-literal=token=\"${TOKEN_ENV}\"; "
              "kubectl apply -f k8s.yaml"]
-    return _comment(lines) + yaml.safe_dump_all([deployment, service, pvc], sort_keys=False,
-                                                default_flow_style=False)
+    return _comment(lines) + inputs.dump_yaml_all([deployment, service, pvc], sort_keys=False,
+                                                  default_flow_style=False)
 
 
 def _bench_sh(result, port: int, header: list[str]) -> str:

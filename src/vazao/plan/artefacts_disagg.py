@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
+from vazao import inputs
 from vazao.plan.artefacts import (
     TOKEN_ENV,
     TOKEN_SECRET,
@@ -85,7 +84,7 @@ def _compose(c, name: str, launch: DisaggLaunch, img: EngineImage, header: list[
     doc = {"name": name, "services": services, "volumes": {"model-cache": {}}}
     lines = [*header, f"image {img.image} ({img.source}); the router (sglang_router) runs in the same image, on "
                       f":{port}", f"run: {TOKEN_ENV}=... docker compose up -d  (NVIDIA Container Toolkit)"]
-    return _comment(lines) + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return _comment(lines) + inputs.dump_yaml(doc, sort_keys=False, default_flow_style=False)
 
 
 def _k8s(c, name: str, launch: DisaggLaunch, img: EngineImage, header: list[str]) -> str:
@@ -141,7 +140,7 @@ def _k8s(c, name: str, launch: DisaggLaunch, img: EngineImage, header: list[str]
                       f"router names each; the router's Service is the endpoint on :{port}",
              f"run: kubectl create secret generic {TOKEN_SECRET} --from-literal=token=\"${TOKEN_ENV}\"; "
              "kubectl apply -f k8s.yaml"]
-    return _comment(lines) + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)
+    return _comment(lines) + inputs.dump_yaml_all(docs, sort_keys=False, default_flow_style=False)
 
 
 def _readme(c, name: str, launch: DisaggLaunch, img: EngineImage, header: list[str]) -> str:
