@@ -7,7 +7,6 @@ import json
 import os
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
