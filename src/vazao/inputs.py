@@ -243,15 +243,17 @@ class GuardedLoader(yaml.SafeLoader):
 # not a number. YAML 1.2 (and JSON) read them as floats; so do user files here, and what vazao writes quotes a
 # string of that form (dump_yaml), for this reader and for the YAML 1.2 readers of its artefacts (Kubernetes,
 # Compose). yaml.safe_dump writes floats themselves in the 1.1 form, which both read.
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
-GuardedLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+.0123456789"))
+_EXPONENT_FLOAT = ("tag:yaml.org,2002:float",
+                   re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+                   list("-+.0123456789"))  # tag, pattern, the characters such a scalar can start with
+GuardedLoader.add_implicit_resolver(*_EXPONENT_FLOAT)
 
 
 class _Dumper(yaml.SafeDumper):
     """SafeDumper that quotes a string GuardedLoader (or a YAML 1.2 reader) would read as a number."""
 
 
-_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+.0123456789"))
+_Dumper.add_implicit_resolver(*_EXPONENT_FLOAT)
 
 
 def dump_yaml(data: Any, **kwargs: Any) -> str:
