@@ -5,7 +5,8 @@
 For every timed row (model, path, prefill or decode, batch, tokens) it computes, with the library's
 one cost model (`vazao.step_cost` on the row's BatchShape):
 
-- the physical floor (the vLLM profile idealized: efficiencies 1, no overheads) at the catalog's peaks;
+- the physical floor (the vLLM profile idealized: efficiencies 1, no overheads) at the catalog's peaks, with
+  PyTorch's decode attention (one thread block per sequence and KV head: EngineProfile.split_kv false);
 - the shipped profile meant for that path: `naive` (transformers' generate loop, eager) for hf_eager,
   `vllm` (CUDA graphs, continuous batching) for graph;
 - a fit of three global numbers per path (compute efficiency, memory efficiency, per-step overhead) over
@@ -20,6 +21,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +83,10 @@ def main(paths: list[str]) -> int:
 
     def dep(model: str, engine: str):
         if (model, engine) not in deps:
-            prof = vazao.get_engine("vllm").idealized() if engine == "floor" else vazao.get_engine(engine)
+            # the floor of these paths: the physical limit, but PyTorch's attention, one thread block per sequence
+            # and KV head in decode (no split-KV: EngineProfile.split_kv), so a few sequences leave SMs idle
+            prof = (replace(vazao.get_engine("vllm").idealized(), split_kv=False) if engine == "floor"
+                    else vazao.get_engine(engine))
             deps[model, engine] = vazao.deployment_for(model, "h200", "bf16", engine=prof)
         return deps[model, engine]
 

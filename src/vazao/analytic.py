@@ -117,6 +117,12 @@ def kernel_notes(dep: Deployment) -> tuple[str, ...]:
                      f"({' + '.join(parts)} of eager launches from Python, fitted on the serving rows of its PyTorch "
                      f"executor); a release that captures prompt steps in CUDA graphs too: a --profile with "
                      f"eager_step_layer_s: 0 and eager_moe_layer_s: 0 predicts it")
+    if dep.consts.kv_limited and dep.consts.kv_fill_seqs:
+        fill = dep.consts.kv_fill_seqs
+        notes.append(f"{eng.name}: decode attention gives each sequence's KV head one thread block (no split-KV): "
+                     f"below {math.ceil(fill):d} sequences the KV cache reads at sequences × {s.kv_heads:g} heads ÷ "
+                     f"{dep.accelerator.sm_count} multiprocessors of its rate (one sequence: {1 / fill:.0%}); "
+                     f"a kernel that splits a long cache over blocks: a --profile with split_kv: true predicts it")
     return tuple(notes)
 
 

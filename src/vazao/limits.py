@@ -58,6 +58,7 @@ MAX_GGUF_KEY_BYTES = 65_535  # the GGUF spec's own limit on key length
 MAX_GGUF_STRING_BYTES = 16 * 2**20
 MAX_GGUF_ARRAY_DEPTH = 8
 MAX_GPUS_PER_NODE = 1024  # a hardware entry's accelerators per node
+MAX_SM_COUNT = 4096  # a hardware entry's streaming multiprocessors / compute units (an MI300X has 304)
 
 # -- deployments ----------------------------------------------------------------------------------
 MAX_GPUS = 100_000  # accelerators in one deployment: the largest clusters have ~10^5

@@ -62,6 +62,12 @@ class Accelerator:
     notes: str = ""
     # GeForce cards list FP32-accumulate tensor rates; GEMMs that accumulate in FP16 run this much faster
     fp16_accumulate_speedup: float = 1.0
+    # streaming multiprocessors (NVIDIA) or compute units (AMD): the thread blocks a kernel runs at once, one per
+    # unit; a decode attention kernel with fewer blocks than units reads the KV cache at that share of the
+    # bandwidth (physics/step.py kv_occupancy). None: not stated, and no such limit is charged.
+    sm_count: int | None = None
+    sm_source: str | None = None
+    sm_as_of: str | None = None
     gen: Generation | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -187,6 +193,22 @@ def _node(entry: dict) -> tuple[int, float, str, str]:
     return g, float(inter) * GB, str(spec["source"]), str(spec["as_of"])
 
 
+def _sm(entry: dict) -> tuple[int | None, str | None, str | None]:
+    """(count, source, as_of) from the entry's `sm` mapping {count, source, as_of}; all None where absent."""
+    spec = entry.get("sm")
+    if spec is None:
+        return None, None, None
+    if not isinstance(spec, Mapping):
+        raise VazaoError(f"accelerator {entry['id']}: sm must be a mapping (count, source, as_of), got {spec!r}")
+    n = spec.get("count")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limits.MAX_SM_COUNT:
+        raise VazaoError(f"accelerator {entry['id']}: sm count must be a whole number from 1 to "
+                         f"{limits.MAX_SM_COUNT}, got {n!r}")
+    if not spec.get("source") or not spec.get("as_of"):
+        raise VazaoError(f"accelerator {entry['id']}: its sm count needs a source and an as_of")
+    return n, str(spec["source"]), str(spec["as_of"])
+
+
 def _accelerator(entry: dict) -> Accelerator:
     gens = generations()
     gen_name = entry["generation"]
@@ -199,6 +221,7 @@ def _accelerator(entry: dict) -> Accelerator:
     price = entry.get("rental") or {}
     memory_bytes, memory_unit = _memory(entry)
     gpus_per_node, inter_node, node_source, node_as_of = _node(entry)
+    sm_count, sm_source, sm_as_of = _sm(entry)
     return Accelerator(
         id=entry["id"],
         name=entry["name"],
@@ -227,6 +250,9 @@ def _accelerator(entry: dict) -> Accelerator:
         aliases=tuple(entry.get("aliases", ())),
         notes=entry.get("notes", ""),
         fp16_accumulate_speedup=_speedup(entry),
+        sm_count=sm_count,
+        sm_source=sm_source,
+        sm_as_of=sm_as_of,
         gen=gens[gen_name],
     )
 

@@ -49,6 +49,8 @@ class AcceleratorArrays:
         self.inter_node = np.array([a.inter_node_bytes_per_s or a.interconnect_bytes_per_s for a in accs])
         self.peak16 = np.array([a.peak_16bit[1] for a in accs])
         self.fp32 = np.array([a.peak("fp32") for a in accs])
+        # multiprocessors, 0 where the catalog does not state them (StepConstants: no occupancy limit there)
+        self.sm_count = np.array([float(a.sm_count or 0) for a in accs])
 
     def format_peaks(self, fmt: Format, engine: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(runs, matmul peak, narrow) per accelerator for a format: native dtype peak, else the 16-bit
@@ -82,7 +84,8 @@ def sweep(models: Iterable[ModelArch], accs: Sequence[Accelerator], formats: Ite
                 shard = ShardConstants.of(dep)
                 free = free_bytes_per_gpu(dep, hw.memory)
                 c = StepConstants(shard, engine, tp, 1, tp, free, matmul_peak, hw.peak16, hw.fp32, hw.bandwidth,
-                                  hw.link, hw.host_link, narrow, hw.gpus_per_node, hw.inter_node, hw.nvlink)
+                                  hw.link, hw.host_link, narrow, hw.gpus_per_node, hw.inter_node, hw.nvlink,
+                                  hw.sm_count)
                 times = np.stack([roofline(step_work(shard, sh), c)[4] for sh in shapes])
                 seqs = np.floor_divide(np.maximum(free, 0.0), kv_bytes_per_sequence_per_gpu(dep, context))
                 cells.append(GridCell(m.name, f.name, tp, runs, runs & (seqs >= 1), seqs, times))

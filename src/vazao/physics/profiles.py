@@ -119,6 +119,12 @@ class EngineProfile:
     # unfused graph materializes the score matrix (llama.cpp without -fa: ggml's KQ product writes it in F32,
     # soft_max reads and rewrites it, the KQV product reads it: 4 × 4 bytes). Charged as attention traffic.
     attention_score_bytes: float = 0.0
+    # Decode attention splits one sequence's KV cache over several thread blocks when its KV heads alone
+    # cannot fill the GPU (split-KV, "flash decoding": FlashAttention's and FlashInfer's decode kernels,
+    # TensorRT-LLM's multi-block mode, llama.cpp's parallel blocks, FlashMLA). False: one block per sequence
+    # and KV head (PyTorch's SDPA, unfused matmuls), so a step's KV reads go at the share of the bandwidth its
+    # sequences × KV heads cover of the accelerator's multiprocessors (physics/step.py kv_occupancy).
+    split_kv: bool = True
     # A GEMM over more tokens than this unpacks a weight-only format into a 16-bit copy first, in a kernel of its
     # own, and multiplies the copy (llama.cpp's CUDA backend before MMQ became its default in mid-2024: batches
     # above MMQ_MAX_BATCH_SIZE = 32 went to cuBLAS through a dequantize-to-F16 pass). 0: the kernels unpack as
@@ -189,6 +195,9 @@ class EngineProfile:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_DEQUANT_PASS_TOKENS:
             raise VazaoError(f"engine {self.name}: dequant_pass_tokens must be a whole number from 0 to "
                              f"{limits.MAX_DEQUANT_PASS_TOKENS}, got {v!r}")
+        for f in ("split_kv", "chunked_prefill", "prefix_caching", "prefill_priority"):  # profile files' flags
+            if not isinstance(getattr(self, f), bool):
+                raise VazaoError(f"engine {self.name}: {f} must be true or false, got {getattr(self, f)!r}")
         if self.scheduler not in ("static", "continuous"):
             raise VazaoError(f"engine {self.name}: scheduler must be static or continuous")
         if self.kv_layout not in ("paged", "reserved"):
@@ -271,7 +280,7 @@ class EngineProfile:
             stream_ceiling_bytes_per_s=0.0, compute_ceiling_flops=0.0, attention_compute_efficiency=1.0,
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
             request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, moe_layer_overhead_s=0.0,
-            memory_basis="total",
+            memory_basis="total", split_kv=True,
         )
 
 

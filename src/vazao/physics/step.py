@@ -11,7 +11,9 @@ the dense rate), KV-cache reads attention_efficiency of the streaming bandwidth
 and all-reduces comm_efficiency of the link. Pipeline stages run one after another for a step, so a step
 over pp stages costs the same per-rank work plus (pp − 1) activation hand-offs. An engine that launches a
 prompt step's kernels from Python (eager_step_layer_s a dense layer, eager_moe_layer_s a MoE layer) holds a step
-with a prompt chunk to at least its layers' launch time.
+with a prompt chunk to at least its layers' launch time. An engine whose decode attention runs one thread block
+per sequence and KV head (EngineProfile.split_kv False) reads the KV cache at the share of the bandwidth those
+blocks cover of the accelerator's multiprocessors (kv_occupancy).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from vazao.physics.memory import (
     dense_tp,
     free_bytes_per_gpu,
     kv_bytes_per_token_per_gpu,
+    kv_heads_per_rank,
     weights_bytes,
 )
 
@@ -195,6 +198,7 @@ class ShardConstants:
     dequant_pass_gemm_extra_bytes: float = 0.0
     layers_per_stage: float = 0.0  # the layers one GPU runs (the model's over pp), for an eager step's floor
     moe_layers_per_stage: float = 0.0  # of them, the MoE layers (their floor is EngineProfile.eager_moe_layer_s)
+    kv_heads: float = 0.0  # KV heads this rank keeps (an MLA latent: 1): a decode attention kernel's blocks a sequence
 
     @classmethod
     def of(cls, dep: StepDeployment) -> ShardConstants:
@@ -272,6 +276,7 @@ class ShardConstants:
             dequant_pass_gemm_extra_bytes=layer_params * (UNPACKED_BYTES - wb),
             layers_per_stage=m.num_layers / dep.pp,
             moe_layers_per_stage=m.moe_layers / dep.pp,
+            kv_heads=kv_heads_per_rank(m, dtp),
         )
         return out
 
@@ -377,7 +382,8 @@ class StepConstants(Generic[Num]):
                  "attn_eff",
                  "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
-                 "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s", "eager_floor_s")
+                 "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s", "eager_floor_s",
+                 "kv_limited", "kv_fill_seqs")
 
     shard: ShardConstants
     matmul_peak: Num
@@ -404,15 +410,18 @@ class StepConstants(Generic[Num]):
     host_overlap: float
     offload_s: Num
     eager_floor_s: float
+    kv_limited: bool
+    kv_fill_seqs: float | Num
 
     def __init__(self, shard: ShardConstants, eng: EngineProfile, tp: int, pp: int, gpus_per_replica: int,
                  free_bytes_per_gpu: Num, matmul_peak: Num, peak16: Num, peak_fp32: Num, bandwidth: Num, link: Num,
                  host_link: Num, narrow: bool | Num = False,
                  gpus_per_node: Num | None = None, inter_node_link: Num | None = None,
-                 nvlink: float | Num = 0.0) -> None:
+                 nvlink: float | Num = 0.0, sm_count: float | Num | None = None) -> None:
         """`narrow` (a bool, or a bool array) and `gpus_per_node` (an int, or an int array) are typed as the
         numbers are: arrays exactly when they are (a grid sweep's). `nvlink` (a number, or an array): the
-        GPUs of a node share an NVLink domain (1.0, else 0.0), where an engine's own peer-to-peer all-reduce runs."""
+        GPUs of a node share an NVLink domain (1.0, else 0.0), where an engine's own peer-to-peer all-reduce runs.
+        `sm_count` (a number, an array with 0 where unknown, or None): the accelerator's multiprocessors."""
         self.shard = shard
         self.matmul_peak = matmul_peak
         self.attn_peak = peak16
@@ -477,6 +486,13 @@ class StepConstants(Generic[Num]):
         # layer), which the GPU's work overlaps
         self.eager_floor_s = (eng.eager_step_layer_s * (shard.layers_per_stage - shard.moe_layers_per_stage)
                               + eng.eager_moe_layer_s * shard.moe_layers_per_stage)
+        # Decode attention with one thread block per sequence and KV head (no split-KV): the decode sequences that
+        # give every multiprocessor a block; fewer read the KV cache at n / kv_fill_seqs of its rate (kv_occupancy).
+        # 0 (or 0 in a grid's array): the multiprocessors are not known, and no such limit is charged.
+        self.kv_limited = not eng.split_kv and sm_count is not None
+        self.kv_fill_seqs = 0.0
+        if sm_count is not None and self.kv_limited and shard.kv_heads:
+            self.kv_fill_seqs = sm_count / shard.kv_heads
         # Weights that do not fit stream from host memory over the host link on every step.
         self.offload_s = _max2(-free_bytes_per_gpu, 0.0) * (gpus_per_replica / tp) / host_link
 
@@ -494,7 +510,22 @@ class StepConstants(Generic[Num]):
                              acc.host_link_bytes_per_s,
                              narrow=native and dep.weight_format.compute_dtype in NARROW_DTYPES,
                              gpus_per_node=acc.gpus_per_node, inter_node_link=acc.inter_node_bytes_per_s,
-                             nvlink=1.0 if acc.nvlink else 0.0)
+                             nvlink=1.0 if acc.nvlink else 0.0, sm_count=acc.sm_count)
+
+
+def kv_occupancy(c: StepConstants[Num], seqs: float) -> float | Num:
+    """The share of its bandwidth a decode step of `seqs` sequences reads the KV cache at, for an engine whose
+    attention kernel gives each sequence's KV head one thread block (EngineProfile.split_kv False): a block runs on
+    one multiprocessor and streams at about that multiprocessor's share of the bandwidth, so sequences × KV heads
+    blocks on S multiprocessors cover min(1, blocks / S) of it. A lent H200 (132 SMs) read one sequence's 8 KV
+    heads of Llama-3.1-8B at 0.2 TB/s and 16 sequences' at 3.2 TB/s through PyTorch's attention (docs/accuracy.md):
+    8/132 and 128/132 of the 3.2 TB/s the cache's reads reach at full occupancy give 0.19 and 3.1 TB/s."""
+    full = c.kv_fill_seqs
+    if _is_array(full):
+        import numpy as np
+
+        return np.where(full > 0, np.minimum(1.0, seqs / np.maximum(full, 1e-30)), 1.0)
+    return 1.0 if (not full or seqs >= full) else seqs / full
 
 
 def experts_touched(num_experts: int, per_token: int, tokens: float) -> float:
@@ -610,7 +641,10 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
     if s.expert_flops_per_token:  # not w.expert_flops: the simulator's decode runs pass arrays of batches
         expert_eff = c.expert_eff * (w.expert_tokens / (w.expert_tokens + ramp) if ramp else 1.0)
         compute_s = compute_s + w.expert_flops / (c.matmul_peak * expert_eff)
-    memory_s = ((w.bytes - w.expert_bytes) / (c.bandwidth * c.memory_eff) + w.kv_bytes / (c.bandwidth * c.kv_memory_eff)
+    kv_div = c.bandwidth * c.kv_memory_eff
+    if c.kv_limited and not w.prompt:  # one block per sequence and KV head: a few sequences leave SMs idle
+        kv_div = kv_div * kv_occupancy(c, w.num_seqs)
+    memory_s = ((w.bytes - w.expert_bytes) / (c.bandwidth * c.memory_eff) + w.kv_bytes / kv_div
                 + w.expert_bytes / (c.bandwidth * c.expert_memory_eff) + c.offload_s)
     comm_s = _comm_s(c, w.collective_bytes)
     overhead_s = c.step_overhead_s + c.per_sequence_overhead_s * w.num_seqs
@@ -721,8 +755,9 @@ class StepTimer:
 
     @staticmethod
     def usable(c: StepConstants) -> bool:
-        """Scalar constants only: a grid sweep's hold numpy arrays over accelerators."""
-        return not any(_is_array(getattr(c, k)) for k in StepConstants.__slots__ if k != "shard")
+        """Scalar constants only: a grid sweep's hold numpy arrays over accelerators. Not where the KV reads
+        depend on the step's sequence count (kv_occupancy): step_cost times those steps."""
+        return not c.kv_limited and not any(_is_array(getattr(c, k)) for k in StepConstants.__slots__ if k != "shard")
 
     def time(self, n: int, new: int, ctx: int, pairs: float, logits: int, decode_pairs: float = 0.0) -> float:
         """step_cost(dep, BatchShape(n, new, ctx, pairs, logits, decode_pairs)).time_s."""
