@@ -80,14 +80,20 @@ def score(value: float) -> dict:
     EngineProfile.at_version = at_version  # the pool's workers fork after this: they see it too
     try:
         rows, _ = read_rows(serving_fit.SERVING)
-        res = predict_rows([r for r in rows if r.family == "trtllm"])
+        rows = [r for r in rows if r.family == "trtllm"]
+        res = predict_rows(rows)
     finally:
         EngineProfile.at_version = orig
+    # the fitting half as the fits take it (serving_fit.screened: less a campaign's TTFT rows that grow with the
+    # output length by one completion interval); the held-out half whole
+    # (predict_rows returns its results in the rows' order, each with a copy of its row from the workers)
+    fitting = {id(r) for r in serving_fit.screened([r for r in rows if not serving_fit.held_out(r)])}
+    kept = [res_i for row, res_i in zip(rows, res, strict=True) if serving_fit.held_out(row) or id(row) in fitting]
     out: dict = {}
     for half, held in (("fitting", False), ("held_out", True)):
         for group in GROUPS:
             for kind in ("dense", "moe"):
-                sel = [r for r in res if serving_fit.held_out(r.row) == held and _group(r.row) == group
+                sel = [r for r in kept if serving_fit.held_out(r.row) == held and _group(r.row) == group
                        and _kind(r.row) == kind]
                 if not sel:
                     continue

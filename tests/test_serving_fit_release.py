@@ -99,3 +99,42 @@ def test_the_efficiency_bounds_hold_the_achieved_rate_on_the_h200_where_a_ceilin
     assert sf.bounds_for(low)["memory_efficiency"][1] == CALIBRATED["memory_efficiency"][1]
     below = replace(plain, stream_ceiling_bytes_per_s=0.5 * bw)  # no efficiency reaches 0.88 under it
     assert sf.bounds_for(below)["memory_efficiency"][1] == CALIBRATED["memory_efficiency"][1]
+
+
+def _serving_row(model, output_len, metric, value, clients=8, **kw):
+    return SimpleNamespace(family="trtllm", version=(1, 0), model=model, gpu="H100-SXM-80GB", tp=1, pp=1, moe_tp=None,
+                           moe_ep=None, attention_dp=None, weights="bf16", kv="fp16", input_len=1024,
+                           output_len=output_len, condition=SimpleNamespace(kind="concurrency", value=clients),
+                           metric=metric, value=value, **kw)
+
+
+def _campaign(model, ttft_per_output_token_ms, clients=8, tpot_ms=8.0):
+    """Rows at 128, 256 and 512 output tokens whose TTFT grows by the given ms per output token."""
+    return [r for out in (128, 256, 512) for r in (
+        _serving_row(model, out, "tpot_ms", tpot_ms, clients),
+        _serving_row(model, out, "ttft_ms", 150.0 + ttft_per_output_token_ms * out, clients))]
+
+
+def test_the_fits_leave_out_ttft_that_grows_by_one_completion_interval(sf):
+    """A campaign whose new requests wait one completion interval (TTFT + output × TPOT / clients) is screened;
+    one whose TTFT does not move with the output length, or grows by far more (a queue for KV memory), is not."""
+    harness = _campaign("a", 8.0 / 8)  # + output × 8 ms / 8 clients: a slope of 1
+    flat = _campaign("b", 0.0)
+    kv_queue = _campaign("c", 8.0 * 20 / 8)  # twenty intervals
+    slopes = sf.ttft_slopes(harness + flat + kv_queue)
+    assert [round(slopes[("trtllm", (1, 0), m, "H100-SXM-80GB")], 6) for m in "abc"] == [1.0, 0.0, 20.0]
+    kept = sf.screened(harness + flat + kv_queue)
+    assert [r for r in harness + flat + kv_queue if r not in kept] == [r for r in harness if r.metric == "ttft_ms"]
+
+
+def test_the_serving_files_fitting_half_screens_one_campaign(sf):
+    """docs/accuracy.md: TensorRT-LLM 1.0.0rc3's Llama-3.1-8B TTFT rows (0.84-0.93 at 8-32 clients), nothing else."""
+    from vazao.validate import read_rows
+
+    rows, _ = read_rows(sf.SERVING)
+    fitting = [r for r in rows if not sf.held_out(r)]
+    gone = [r for r in fitting if r not in sf.screened(fitting)]
+    assert gone and {(r.family, r.version[:2], r.model, r.metric) for r in gone} == {
+        ("trtllm", (1, 0), "Llama-3.1-8B-Instruct", "ttft_ms")}
+    assert len(gone) == sum(1 for r in fitting if r.family == "trtllm" and r.model == "Llama-3.1-8B-Instruct"
+                            and r.metric == "ttft_ms")
