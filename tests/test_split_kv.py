@@ -123,3 +123,18 @@ def test_a_profile_file_flag_must_be_a_bool():
     base = {k: v for k, v in vars(get_engine("naive")).items() if k not in ("name",)}
     with pytest.raises(VazaoError, match="split_kv must be true or false"):
         profile_from_dict("naive", {**base, "split_kv": "no"})
+
+
+def test_the_gpus_command_states_the_count_and_its_source():
+    import json
+
+    from typer.testing import CliRunner
+
+    from vazao.cli import app
+
+    out = CliRunner().invoke(app, ["gpus", "--json"])
+    assert out.exit_code == 0, out.output
+    gpus = {g["id"]: g for g in json.loads(out.stdout)["gpus"]}
+    assert gpus["h200"]["sm_count"] == H200_SMS and "whitepaper" in gpus["h200"]["sm_source"]
+    assert gpus["gb200"]["sm_count"] is None and gpus["gb200"]["sm_source"] is None
+

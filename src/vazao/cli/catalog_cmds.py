@@ -69,6 +69,7 @@ def gpus_cmd(json_out: bool = JSON) -> None:
             "interconnect_bytes_per_s": a.interconnect_bytes_per_s, "usd_per_hour": a.usd_per_hour,
             "aliases": list(a.aliases), "source": a.source, "as_of": a.as_of,
             "price_source": a.price_source, "price_as_of": a.price_as_of,
+            "sm_count": a.sm_count, "sm_source": a.sm_source, "sm_as_of": a.sm_as_of,
         }
         for a in accelerators().values()
     ]
