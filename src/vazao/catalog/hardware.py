@@ -177,10 +177,7 @@ def _node(entry: dict) -> tuple[int, float, str, str]:
         spec = conventions[spec]
     if not isinstance(spec, Mapping):
         raise VazaoError(f"accelerator {entry['id']}: node must be a mapping or a convention name, got {spec!r}")
-    g = spec.get("gpus_per_node")
-    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= limits.MAX_GPUS_PER_NODE:
-        raise VazaoError(f"accelerator {entry['id']}: gpus_per_node must be a whole number from 1 to "
-                         f"{limits.MAX_GPUS_PER_NODE}, got {g!r}")
+    g = _count(entry, "gpus_per_node", spec.get("gpus_per_node"), limits.MAX_GPUS_PER_NODE)
     inter = spec.get("inter_node_gb_s")
     if inter is None and g == 1:
         # A device alone in its box (a Mac, a DGX Spark): its peer link is the link to the other boxes.
@@ -188,9 +185,22 @@ def _node(entry: dict) -> tuple[int, float, str, str]:
     if isinstance(inter, bool) or not isinstance(inter, (int, float)) or not 0 < inter < 1e6:
         raise VazaoError(f"accelerator {entry['id']}: inter_node_gb_s must be a positive number (decimal GB/s per "
                          f"GPU), got {inter!r}")
+    source, as_of = _cited(entry, "node", spec)
+    return g, float(inter) * GB, source, as_of
+
+
+def _count(entry: dict, what: str, n: object, most: int) -> int:
+    """A whole number from 1 to `most` in an accelerator's entry, or the one-line refusal naming it."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+        raise VazaoError(f"accelerator {entry['id']}: {what} must be a whole number from 1 to {most}, got {n!r}")
+    return n
+
+
+def _cited(entry: dict, what: str, spec: Mapping) -> tuple[str, str]:
+    """(source, as_of) of a figure of an accelerator's entry: both are required."""
     if not spec.get("source") or not spec.get("as_of"):
-        raise VazaoError(f"accelerator {entry['id']}: its node needs a source and an as_of")
-    return g, float(inter) * GB, str(spec["source"]), str(spec["as_of"])
+        raise VazaoError(f"accelerator {entry['id']}: its {what} needs a source and an as_of")
+    return str(spec["source"]), str(spec["as_of"])
 
 
 def _sm(entry: dict) -> tuple[int | None, str | None, str | None]:
@@ -200,13 +210,8 @@ def _sm(entry: dict) -> tuple[int | None, str | None, str | None]:
         return None, None, None
     if not isinstance(spec, Mapping):
         raise VazaoError(f"accelerator {entry['id']}: sm must be a mapping (count, source, as_of), got {spec!r}")
-    n = spec.get("count")
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= limits.MAX_SM_COUNT:
-        raise VazaoError(f"accelerator {entry['id']}: sm count must be a whole number from 1 to "
-                         f"{limits.MAX_SM_COUNT}, got {n!r}")
-    if not spec.get("source") or not spec.get("as_of"):
-        raise VazaoError(f"accelerator {entry['id']}: its sm count needs a source and an as_of")
-    return n, str(spec["source"]), str(spec["as_of"])
+    n = _count(entry, "sm count", spec.get("count"), limits.MAX_SM_COUNT)
+    return (n, *_cited(entry, "sm count", spec))
 
 
 def _accelerator(entry: dict) -> Accelerator:
