@@ -24,6 +24,7 @@ import argparse
 import copy
 import json
 import random
+import statistics
 import sys
 import time
 import zlib
@@ -121,8 +122,6 @@ def ttft_slopes(rows) -> dict[tuple, float]:
         added = both[-1] * hi["tpot_ms"] - both[0] * lo["tpot_ms"]
         if added > 0:
             by.setdefault(key[:4], []).append((hi["ttft_ms"] - lo["ttft_ms"]) * float(key[-1]) / added)
-    import statistics
-
     return {k: statistics.median(v) for k, v in by.items()}
 
 

@@ -195,7 +195,7 @@ class EngineProfile:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_DEQUANT_PASS_TOKENS:
             raise VazaoError(f"engine {self.name}: dequant_pass_tokens must be a whole number from 0 to "
                              f"{limits.MAX_DEQUANT_PASS_TOKENS}, got {v!r}")
-        for f in ("split_kv", "chunked_prefill", "prefix_caching", "prefill_priority"):  # profile files' flags
+        for f in _FLAGS:  # a profile file's "no" would otherwise be a true flag
             if not isinstance(getattr(self, f), bool):
                 raise VazaoError(f"engine {self.name}: {f} must be true or false, got {getattr(self, f)!r}")
         if self.scheduler not in ("static", "continuous"):
@@ -285,6 +285,7 @@ class EngineProfile:
 
 
 _FIELDS = {f.name for f in fields(EngineProfile)}
+_FLAGS = tuple(f.name for f in fields(EngineProfile) if f.type == "bool")  # the fields that take true or false
 _VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "gpu_memory_utilization",
                                  "dequant_pass_tokens"}
 
