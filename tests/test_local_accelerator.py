@@ -56,7 +56,7 @@ def test_estimate_on_local_uses_llama_cpp(gemma_gguf):
     assert d["rows"][0]["decode_step_s"] > 0 and d["fit"]["fits"]
 
 
-def test_the_host_generation_is_read_from_the_vendor_and_zen_5_from_its_flag(monkeypatch):
+def test_the_host_generation_is_read_from_the_vendor_and_zen_5_and_avx2_only_amd_from_their_flags(monkeypatch):
     import io
 
     from vazao.catalog import local
@@ -68,5 +68,6 @@ def test_the_host_generation_is_read_from_the_vendor_and_zen_5_from_its_flag(mon
 
     assert cpuinfo("AuthenticAMD", "fpu avx2 avx512f avx512_vnni") == "cpu-amd"  # Zen 4
     assert cpuinfo("AuthenticAMD", "fpu avx2 avx512f avx512_vp2intersect") == "cpu-amd-zen5"
+    assert cpuinfo("AuthenticAMD", "fpu avx2 fma vaes vpclmulqdq") == "cpu-amd-avx2"  # Zen 3: no AVX-512
     assert cpuinfo("GenuineIntel", "fpu avx2 avx512f avx512_vp2intersect") == "cpu-intel"  # Tiger Lake has it too
     assert cpuinfo("SomethingElse", "fpu") == "cpu-generic"

@@ -1,10 +1,11 @@
 """This machine as a measured point: vazao's prediction for the shipped Gemma 3 270M Q4_K_M on
 `--gpu local` beside what the real llama.cpp server (one thread, tests/conftest.py) does here.
 
-The llama.cpp profile's per-vendor values (engines.yaml, `cpu-amd`, `cpu-amd-zen5` and `cpu-intel`; catalog/local.py
-picks one by /proc/cpuinfo's vendor_id and flags) were measured on this project's build machines, 2 cores, quiet:
-AMD EPYC Zen 4 21.8–27.6 ms/token and a 121-token prompt 0.79 s past a 4-word prompt's TTFT; Intel Xeon 34–38
-ms/token and 0.75 s; AMD EPYC Zen 5 12.8–15.6 ms/token and 0.46 s. The host is probed right after the
+The llama.cpp profile's per-vendor values (engines.yaml, `cpu-amd`, `cpu-amd-zen5`, `cpu-amd-avx2` and `cpu-intel`;
+catalog/local.py picks one by /proc/cpuinfo's vendor_id and flags) were measured on this project's build machines,
+2 cores, quiet: AMD EPYC Zen 4 21.8–27.6 ms/token and a 121-token prompt 0.79 s past a 4-word prompt's TTFT; Intel
+Xeon 34–38 ms/token and 0.75 s; AMD EPYC Zen 5 12.8–15.6 ms/token and 0.46 s; AMD EPYC Zen 3 (family 25 model 1,
+AVX2 only) 36.6–53.6 ms/token and 1.39–2.50 s. The host is probed right after the
 measurement, so a busy machine is slower in both."""
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ def host_generation() -> str:
     products reach a different share of the FP32 probe on each (engines.yaml, measured on both), so the
     llama.cpp profile keeps one set of values per vendor; cpu-generic where the vendor is unknown. AMD's Zen 5
     (full-width AVX-512, told from Zen 4 by its avx512_vp2intersect flag) decodes a quantized model faster for
-    its FP32 probe than Zen 4 did (engines.yaml): a generation of its own."""
+    its FP32 probe than Zen 4 did (engines.yaml): a generation of its own. An AMD CPU without AVX-512 (Zen 3 and
+    earlier, no avx512f flag) reaches a smaller share of its probe than Zen 4 (engines.yaml): one more."""
     vendor, flags = None, ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -70,6 +71,8 @@ def host_generation() -> str:
     gen = VENDORS.get(vendor or "", "cpu-generic")
     if gen == "cpu-amd" and "avx512_vp2intersect" in flags.split():
         return "cpu-amd-zen5"
+    if gen == "cpu-amd" and "avx512f" not in flags.split():
+        return "cpu-amd-avx2"
     return gen
 
 
