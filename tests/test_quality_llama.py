@@ -35,6 +35,7 @@ pytestmark = pytest.mark.llama_server
 PROMPTS = ["The capital of France is", "One, two, three,", "Water boils at a temperature of",
            "The largest planet in the solar system is"]
 GREEDY = json.dumps({"repeat_penalty": 1.0})  # llama-cpp-python's default 1.1 would bend the greedy choice
+CONTROL_KL_NATS = 0.01  # a server against itself stays under it, two formats go over (test_q4_0_against_q8_0)
 
 
 def _quantize(src: Path, dst: Path, ftype: int) -> Path:
@@ -127,10 +128,15 @@ def test_q4_0_against_q8_0(two_quants, tmp_path):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("\n".join(PROMPTS) + "\n")
 
-    # the control: a server against itself agrees everywhere, and its distributions do not diverge
+    # the control: a server against itself agrees on every token, and its distributions barely move. Not to
+    # the bit: llama.cpp computes a prompt whose head it still holds from the request before as the last token
+    # alone, and one it does not as a batch, and on some CPUs the two sums differ in their last bits (measured
+    # on an AMD Zen 3 host, 2026-12-07: the fourth prompt's logprobs up to 0.22 apart, top-5 overlap 0.9875, KL
+    # estimate -0.00046 nats; on the Zen 4 and Zen 5 hosts before, equal to the bit). Q4_0 against Q8_0 moves
+    # them 0.23 nats there, so both bounds sit at CONTROL_KL_NATS, far from either.
     same = _quality(ref.url, ref.url, prompts, "--format", "q8_0")
     assert same["exact_matches"] == len(PROMPTS) and same["agreement"] == 1.0 and same["unit"] == "tokens"
-    assert same["logprobs"] and same["top_overlap"] == 1.0 and abs(same["kl_nats"]) < 1e-9
+    assert same["logprobs"] and same["top_overlap"] >= 0.95 and abs(same["kl_nats"]) < CONTROL_KL_NATS
     assert same["logprob_positions"] == len(PROMPTS) * 12  # every answer ran its 12 tokens
 
     row_file = tmp_path / "q4_0.yaml"
@@ -144,7 +150,7 @@ def test_q4_0_against_q8_0(two_quants, tmp_path):
     assert q["candidate_model"].endswith("q4_0.gguf") and q["reference_model"].endswith("q8_0.gguf")
     assert q["logprobs"] and q["logprob_positions"] >= len(PROMPTS)
     # 4-bit weights move the distributions: the divergence is measurable, yet the top tokens mostly overlap
-    assert q["kl_nats"] > 1e-4 and 0.3 <= q["top_overlap"] < 1.0
+    assert q["kl_nats"] > CONTROL_KL_NATS and 0.3 <= q["top_overlap"] < 1.0
     assert 0.0 <= q["agreement"] <= 1.0
     (row,) = read_rows(row_file)
     assert (row.family, row.format, row.reference_format) == ("gemma3", "q4_0", "q8_0")
