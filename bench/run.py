@@ -13,6 +13,35 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+LOOP_N = 5_000_000
+
+
+def _cpu() -> dict:
+    """Which CPU ran the bench, and how fast it runs plain Python (the simulator's own speed): the build
+    machines change between sessions (2026-12-07: a Zen 3 host ran `validate` in 107 s where a Zen 5 host had
+    run it in 36 s), so a wall time is read beside the loop time of the same run."""
+    import time
+
+    from vazao.catalog.local import host_generation
+
+    info: dict = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("vendor_id", "cpu family", "model", "model name") and key not in info:
+                    info[key] = value.strip()
+                if not line.strip() and info:
+                    break
+    except OSError:
+        pass
+    t0 = time.perf_counter()
+    s = 0
+    for i in range(LOOP_N):
+        s += i
+    return {**info, "generation": host_generation(), "python_loop_s": round(time.perf_counter() - t0, 3),
+            "python_loop_n": LOOP_N}
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +62,7 @@ def main(argv: list[str]) -> int:
             "name": name,
             "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "platform": platform.platform()},
+                        "platform": platform.platform(), "cpu": _cpu()},
             "result": result,
         }
         (out_dir / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
