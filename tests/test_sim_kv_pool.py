@@ -94,3 +94,33 @@ def test_caching_off_matches_nothing():
     [b] = pool.allocate(1)
     assert not pool.commit(b, "k")
     assert pool.match(["k"]) == []
+
+
+def test_evicted_since_lists_what_each_eviction_took_in_order():
+    """The eviction log a waiting request's remembered lookup is checked against (scheduler.py _hits)."""
+    pool = BlockPool(4, 16)
+    ids = pool.allocate(4)
+    for i, bid in enumerate(ids):
+        pool.commit(bid, ("k", i))
+    pool.free(reversed(ids))
+    assert pool.evicted_since(0) == []
+    pool.allocate(1)  # evicts the old tail, block 3
+    pool.allocate_anonymous(2)  # then blocks 2 and 1
+    assert pool.evictions == 3
+    assert pool.evicted_since(0) == [3, 2, 1] and pool.evicted_since(1) == [2, 1] and pool.evicted_since(3) == []
+    assert pool.match([("k", 0), ("k", 1)]) == [0]
+
+
+def test_a_large_pool_hands_out_ids_as_a_listed_stack_would():
+    """The never-used ids are a count, not a list: the order is still lowest first, freed ids first after."""
+    pool = BlockPool(10_000_000, 16)
+    assert pool.num_free == 10_000_000
+    assert pool.allocate(3) == [0, 1, 2]
+    pool.free([1])
+    assert pool.allocate(3) == [1, 3, 4]
+    pool.allocate_anonymous(9_999_995)
+    assert pool.num_free == 0
+    with pytest.raises(PoolExhausted):
+        pool.allocate(1)
+    pool.free_anonymous(2)
+    assert pool.allocate(2) == [5, 6]

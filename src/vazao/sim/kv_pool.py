@@ -31,19 +31,26 @@ class BlockPool:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.caching = caching
-        self._clean: list[int] = list(range(num_blocks - 1, -1, -1))  # pop() → lowest id first
-        self._anon = 0  # anonymous blocks in use: a claim on _clean
+        # The never-cached free ids: a stack whose bottom is every id not yet handed out, lowest on top
+        # (num_blocks − 1 … _fresh), kept as the count `_fresh` rather than listed (a pool of millions of
+        # blocks was most of a short simulation's start), under the ids freed since, most recent on top.
+        self._clean: list[int] = []
+        self._fresh = 0  # ids _fresh … num_blocks − 1 were never handed out
+        self._anon = 0  # anonymous blocks in use: a claim on the never-cached free ids
         self._lru: OrderedDict[int, None] = OrderedDict()  # evictable cached ids, oldest first
         self._key_of: dict[int, Hashable] = {}
         self._id_of: dict[Hashable, int] = {}
         self._refs: dict[int, int] = {}  # identified blocks in use → reference count
         self.evictions = 0
+        # the ids evicted, in order (evictions == its length): a waiting request's earlier lookup stays
+        # valid past the evictions that took none of its blocks (scheduler.py _hits)
+        self._evicted: list[int] = []
 
     # ---- counts ------------------------------------------------------------------------------
     @property
     def num_free(self) -> int:
         """Blocks an allocation can get: never-cached free blocks plus evictable cached ones."""
-        return len(self._clean) - self._anon + len(self._lru)
+        return len(self._clean) + self.num_blocks - self._fresh - self._anon + len(self._lru)
 
     @property
     def num_used(self) -> int:
@@ -63,16 +70,17 @@ class BlockPool:
     # ---- allocation --------------------------------------------------------------------------
     def _make_clean(self, n: int) -> None:
         """Evict least recently used cached blocks until `n` never-cached blocks are unclaimed."""
-        short = n - (len(self._clean) - self._anon)
+        short = n - (len(self._clean) + self.num_blocks - self._fresh - self._anon)
         if short <= 0:
             return
         if short > len(self._lru):
             raise PoolExhausted(f"KV pool: {n} blocks wanted, {self.num_free} free")
-        lru, key_of, id_of, clean = self._lru, self._key_of, self._id_of, self._clean
+        lru, key_of, id_of, clean, evicted = self._lru, self._key_of, self._id_of, self._clean, self._evicted
         for _ in range(short):
             bid, _ = lru.popitem(last=False)
             del id_of[key_of.pop(bid)]
             clean.append(bid)
+            evicted.append(bid)
         self.evictions += short
 
     def allocate(self, n: int) -> list[int]:
@@ -81,8 +89,12 @@ class BlockPool:
             return []
         self._make_clean(n)
         clean = self._clean
-        ids = clean[-n:][::-1]
-        del clean[-n:]
+        m = min(n, len(clean))
+        ids = clean[-m:][::-1] if m else []
+        del clean[len(clean) - m:]
+        if n > m:  # then the bottom of the stack: ids never handed out, lowest first
+            ids += range(self._fresh, self._fresh + n - m)
+            self._fresh += n - m
         for bid in ids:
             self._refs[bid] = 1
         return ids
@@ -94,7 +106,7 @@ class BlockPool:
 
     def try_allocate_anonymous(self, n: int) -> bool:
         """allocate_anonymous(n) when the pool can free n blocks; False (and no change) otherwise."""
-        spare = len(self._clean) - self._anon
+        spare = len(self._clean) + self.num_blocks - self._fresh - self._anon
         if n > spare:
             if n - spare > len(self._lru):
                 return False
@@ -152,6 +164,10 @@ class BlockPool:
                 break
             out.append(bid)
         return out
+
+    def evicted_since(self, evictions: int) -> list[int]:
+        """The ids evicted after the pool's eviction count was `evictions`, in order."""
+        return self._evicted[evictions:]
 
     def evictable_among(self, ids: Sequence[int]) -> int:
         """How many of `ids` (distinct block ids) sit on the eviction list."""

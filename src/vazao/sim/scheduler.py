@@ -266,10 +266,25 @@ class Scheduler:
             # it waits (Engine.admit drops the memo): between two tries to admit it, only an eviction can
             # change what it finds.
             mine = seq.hit_memo
-            if mine is not None and mine[0] == pool.evictions and mine[1] == limit:
-                return list(mine[2])
+            if mine is not None and mine[1] == limit:
+                if mine[0] == pool.evictions:
+                    return list(mine[2])
+                # Evictions since: the run it found ends at the first of its blocks they took. An evicted key
+                # is gone for good (only this request computes its keys) and the keys past the run stay
+                # uncached, so this is what a new lookup finds, without keying hundreds of blocks at every
+                # step of a cache that evicts at every step (a preemption storm).
+                held = mine[3]
+                gone = [bid for bid in pool.evicted_since(mine[0]) if bid in held]
+                if not gone:
+                    seq.hit_memo = (pool.evictions, limit, mine[2], held)
+                    return list(mine[2])
+                taken = set(gone)
+                hits = list(mine[2])
+                del hits[next(i for i, bid in enumerate(hits) if bid in taken):]
+                seq.hit_memo = (pool.evictions, limit, tuple(hits), frozenset(hits))
+                return hits
             hits = pool.match(seq.keys(limit, bs))
-            seq.hit_memo = (pool.evictions, limit, tuple(hits))
+            seq.hit_memo = (pool.evictions, limit, tuple(hits), frozenset(hits))
             return hits
         return pool.match(seq.keys(limit, bs))
 
