@@ -220,9 +220,10 @@ class Scheduler:
                 return
             total = e.blocks_for(seq)
             need = total - len(hits)
-            if hits and pool.num_evictable and pool.evictable_among(hits):
+            idle = pool.evictable_among(hits) if hits and pool.num_evictable else 0
+            if idle:
                 # some hits sit on the eviction list: taking them leaves fewer blocks to allocate from
-                if need + pool.evictable_among(hits) > pool.num_free:
+                if need + idle > pool.num_free:
                     return
                 pool.acquire(hits)
                 pool.allocate_anonymous(need)
@@ -273,18 +274,13 @@ class Scheduler:
                 # is gone for good (only this request computes its keys) and the keys past the run stay
                 # uncached, so this is what a new lookup finds, without keying hundreds of blocks at every
                 # step of a cache that evicts at every step (a preemption storm).
-                held = mine[3]
-                gone = [bid for bid in pool.evicted_since(mine[0]) if bid in held]
-                if not gone:
-                    seq.hit_memo = (pool.evictions, limit, mine[2], held)
-                    return list(mine[2])
-                taken = set(gone)
-                hits = list(mine[2])
-                del hits[next(i for i, bid in enumerate(hits) if bid in taken):]
-                seq.hit_memo = (pool.evictions, limit, tuple(hits), frozenset(hits))
-                return hits
+                # (mine[3]: each block's place in the first lookup's run; a place past the run is cut off)
+                place, n = mine[3], len(mine[2])
+                cut = min((i for bid in pool.evicted_since(mine[0]) if (i := place.get(bid, n)) < n), default=n)
+                seq.hit_memo = (pool.evictions, limit, mine[2][:cut], place)
+                return list(mine[2][:cut])
             hits = pool.match(seq.keys(limit, bs))
-            seq.hit_memo = (pool.evictions, limit, tuple(hits), frozenset(hits))
+            seq.hit_memo = (pool.evictions, limit, tuple(hits), {bid: i for i, bid in enumerate(hits)})
             return hits
         return pool.match(seq.keys(limit, bs))
 

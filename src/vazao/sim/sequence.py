@@ -57,9 +57,9 @@ class Seq:
         self.in_cohort = False
         self.seg_start = 0  # decode cohort: the engine's step-gap index when it joined
         self.windows: list[int] | None = None  # its gaps: flat (track, start, stop) windows (stats.py)
-        # while it waits: (pool evictions, blocks looked up, the cached ones found, the same as a set) of its
-        # last lookup
-        self.hit_memo: tuple[int, int, tuple[int, ...], frozenset[int]] | None = None
+        # while it waits: (pool evictions, blocks looked up, the cached ones found, each found block's place in
+        # the run its first lookup found) of its last lookup
+        self.hit_memo: tuple[int, int, tuple[int, ...], dict[int, int]] | None = None
 
     def block_key(self, j: int, block_size: int) -> Hashable:
         """Content key of full block j: equal keys ⇔ equal tokens (and equal tokens before them)."""
