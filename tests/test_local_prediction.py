@@ -5,8 +5,8 @@ The llama.cpp profile's per-vendor values (engines.yaml, `cpu-amd`, `cpu-amd-zen
 catalog/local.py picks one by /proc/cpuinfo's vendor_id and flags) were measured on this project's build machines,
 2 cores, quiet: AMD EPYC Zen 4 21.8–27.6 ms/token and a 121-token prompt 0.79 s past a 4-word prompt's TTFT; Intel
 Xeon 34–38 ms/token and 0.75 s; AMD EPYC Zen 5 12.8–15.6 ms/token and 0.46 s; AMD EPYC Zen 3 (family 25 model 1,
-AVX2 only) 36.6–53.6 ms/token and 1.39–2.50 s. The host is probed right after the
-measurement, so a busy machine is slower in both."""
+AVX2 only) 27.8–53.6 ms/token and 1.14–2.50 s, its speed moving from minute to minute with its probe's (57–91
+GFLOP/s). The host is probed right after the measurement, so a busy machine is slower in both."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 What a measured run on this machine (a llama.cpp server on its CPU, say) is compared against. The
 probe times a large array copy (memory bandwidth) and a matrix product (FP32 FLOP/s) with numpy,
-best of a few tries, about half a second in all; the figures carry 'measured' as their source."""
+best of several tries, about a second in all; the figures carry 'measured' as their source."""
 
 from __future__ import annotations
 
@@ -27,7 +27,14 @@ def _best(fn, tries: int) -> float:
     return best
 
 
-def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = 4) -> float:
+# Best of this many: on a shared host whose speed moves from one second to the next (a Zen 3 build host,
+# 2026-12-07: the one-thread FP32 probe read 57-91 GFLOP/s within minutes, best of 3), a few tries can all land in
+# a slow moment while the run they are compared with did not.
+COPY_TRIES = 8
+MATMUL_TRIES = 10
+
+
+def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = COPY_TRIES) -> float:
     import numpy as np
 
     """Bytes/s of a copy: each copy reads and writes `nbytes`."""
@@ -37,7 +44,7 @@ def measure_bandwidth(nbytes: int = COPY_BYTES, tries: int = 4) -> float:
     return 2 * nbytes / _best(lambda: np.copyto(dst, src), tries)
 
 
-def measure_fp32_flops(n: int = MATMUL_N, tries: int = 3) -> float:
+def measure_fp32_flops(n: int = MATMUL_N, tries: int = MATMUL_TRIES) -> float:
     import numpy as np
 
     a = np.random.default_rng(0).random((n, n), dtype=np.float32)
