@@ -22,20 +22,9 @@ def _cpu() -> dict:
     run it in 36 s), so a wall time is read beside the loop time of the same run."""
     import time
 
-    from vazao.catalog.local import host_generation
+    from vazao.catalog.local import cpuinfo, host_generation
 
-    info: dict = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("vendor_id", "cpu family", "model", "model name") and key not in info:
-                    info[key] = value.strip()
-                if not line.strip() and info:
-                    break
-    except OSError:
-        pass
+    info = {k: v for k, v in cpuinfo().items() if k in ("vendor_id", "cpu family", "model", "model name")}
     t0 = time.perf_counter()
     s = 0
     for i in range(LOOP_N):

@@ -56,6 +56,24 @@ def measure_fp32_flops(n: int = MATMUL_N, tries: int = MATMUL_TRIES) -> float:
 VENDORS = {"AuthenticAMD": "cpu-amd", "GenuineIntel": "cpu-intel"}
 
 
+def cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (vendor_id, cpu family, model, flags, ...); empty where
+    there is none (not Linux)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, sep, value = line.partition(":")
+                if not sep:
+                    if fields:  # the blank line after the first processor
+                        break
+                    continue
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return fields
+
+
 def host_generation() -> str:
     """The host CPU's generation by its vendor (/proc/cpuinfo's vendor_id): llama.cpp's quantized dot
     products reach a different share of the FP32 probe on each (engines.yaml, measured on both), so the
@@ -63,22 +81,12 @@ def host_generation() -> str:
     (full-width AVX-512, told from Zen 4 by its avx512_vp2intersect flag) decodes a quantized model faster for
     its FP32 probe than Zen 4 did (engines.yaml): a generation of its own. An AMD CPU without AVX-512 (Zen 3 and
     earlier, no avx512f flag) reaches a smaller share of its probe than Zen 4 (engines.yaml): one more."""
-    vendor, flags = None, ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("vendor_id") and vendor is None:
-                    vendor = line.split(":", 1)[1].strip()
-                elif line.startswith("flags") and not flags:
-                    flags = line.split(":", 1)[1]
-                if vendor is not None and flags:
-                    break
-    except OSError:
-        pass
-    gen = VENDORS.get(vendor or "", "cpu-generic")
-    if gen == "cpu-amd" and "avx512_vp2intersect" in flags.split():
+    info = cpuinfo()
+    flags = info.get("flags", "").split()
+    gen = VENDORS.get(info.get("vendor_id", ""), "cpu-generic")
+    if gen == "cpu-amd" and "avx512_vp2intersect" in flags:
         return "cpu-amd-zen5"
-    if gen == "cpu-amd" and "avx512f" not in flags.split():
+    if gen == "cpu-amd" and "avx512f" not in flags:
         return "cpu-amd-avx2"
     return gen
 

@@ -50,7 +50,12 @@ class BlockPool:
     @property
     def num_free(self) -> int:
         """Blocks an allocation can get: never-cached free blocks plus evictable cached ones."""
-        return len(self._clean) + self.num_blocks - self._fresh - self._anon + len(self._lru)
+        return self._spare + len(self._lru)
+
+    @property
+    def _spare(self) -> int:
+        """Never-cached free blocks no anonymous allocation has claimed."""
+        return len(self._clean) + self.num_blocks - self._fresh - self._anon
 
     @property
     def num_used(self) -> int:
@@ -70,7 +75,7 @@ class BlockPool:
     # ---- allocation --------------------------------------------------------------------------
     def _make_clean(self, n: int) -> None:
         """Evict least recently used cached blocks until `n` never-cached blocks are unclaimed."""
-        short = n - (len(self._clean) + self.num_blocks - self._fresh - self._anon)
+        short = n - self._spare
         if short <= 0:
             return
         if short > len(self._lru):
@@ -106,7 +111,7 @@ class BlockPool:
 
     def try_allocate_anonymous(self, n: int) -> bool:
         """allocate_anonymous(n) when the pool can free n blocks; False (and no change) otherwise."""
-        spare = len(self._clean) + self.num_blocks - self._fresh - self._anon
+        spare = self._spare
         if n > spare:
             if n - spare > len(self._lru):
                 return False
