@@ -74,3 +74,22 @@ def test_power_and_gfx_target():
     answer = lifecycle("vllm", get_accelerator("mi355x"))
     assert answer.status == "supported" and answer.arch == "gfx950", answer
 
+
+
+@pytest.mark.parametrize("label, acc_id", [
+    ("H20", "h20"), ("NVIDIA H20", "h20"),
+    ("H100 80GB HBM3", "h100-sxm"),  # nvidia-smi's name without the vendor: HBM3 80 GB is the SXM part
+    ("MI300X OAM", "mi300x"), ("MI355X OAM", "mi355x"),
+])
+def test_more_names_people_use(label, acc_id):
+    assert get_accelerator(label).id == acc_id
+
+
+def test_h20_is_hopper_with_a_sixth_of_the_math():
+    """NVIDIA H20: 96 GB HBM3 at 4.0 TB/s, FP16 148 and FP8 296 dense TFLOPS (willitrunai.com/gpus/h20-96gb)."""
+    h20, h100 = get_accelerator("h20"), get_accelerator("h100-sxm")
+    assert h20.memory_bytes == 96 * GiB and h20.memory_bandwidth_bytes_per_s == 4000 * GB
+    assert h20.peak("fp8") == 296 * TFLOPS and h20.peak("bf16") == 148 * TFLOPS
+    assert h20.peak("bf16") / h100.peak("bf16") == pytest.approx(0.15, abs=0.005)
+    assert support(get_format("fp8"), h20).status == "native"
+    assert power_of("h20").tdp_w == 400
