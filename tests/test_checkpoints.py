@@ -159,6 +159,7 @@ def test_the_shipped_data_parses_with_parse():
     ({"format": "q4_k_m", "engines": ["llama.cpp"]}, "file"),
     ({"kv_format": "fp6"}, "fp6"),
     ({"variant": "llama-3.1-70b"}, "shadow"),
+    ({"remote_code": "yes"}, "remote_code"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_bad_entries_raise_naming_them(override, message):

@@ -115,3 +115,20 @@ def test_trtllm_chunks_prompts_longer_than_its_step_budget():
     assert int(argv[argv.index("--max_seq_len") + 1]) > int(argv[argv.index("--max_num_tokens") + 1])
     assert "--enable_chunked_prefill" in argv and argv[argv.index("--enable_chunked_prefill") + 1].startswith("--")
     check_command(c, "9.0")  # a flag trtllm-serve defines, taking no value
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--trust-remote-code"), ("sglang", "--trust-remote-code"),
+                                          ("trtllm", "--trust_remote_code")])
+def test_a_checkpoint_with_its_own_code_is_trusted(engine, flag):
+    """moonshotai/Kimi-K2-Instruct's tokenizer is its own code (tokenization_kimi.py in auto_map): vLLM, SGLang and
+    trtllm-serve refuse to load it unless told to trust it. A checkpoint transformers reads natively gets no flag."""
+    from vazao.catalog.engine_flags import check_command
+
+    spec = LaunchSpec(model="kimi-k2", fmt="fp8", kv="fp16", tp=8, max_model_len=8192, max_num_seqs=64,
+                      max_num_batched_tokens=8192)
+    c = launch_command(engine, spec)
+    assert "moonshotai/Kimi-K2-Instruct" in c.argv and flag in c.argv
+    check_command(c, "9.0")  # the engine defines the flag, and it takes no value
+    glm = launch_command(engine, LaunchSpec(model="glm-4.5", fmt="fp8", kv="fp16", tp=8, max_model_len=8192,
+                                            max_num_seqs=64, max_num_batched_tokens=8192))
+    assert flag not in glm.argv

@@ -20,8 +20,8 @@ from vazao.errors import NotFoundError, VazaoError
 
 # owner/name as the Hub spells it: no scheme, no third segment, no spaces
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_KEYS = frozenset({"repo", "model", "format", "instruct", "engines", "file", "kv_format", "variant", "source",
-                   "as_of"})
+_KEYS = frozenset({"repo", "model", "format", "instruct", "engines", "file", "kv_format", "variant", "remote_code",
+                   "source", "as_of"})
 # The engines that read a Hugging Face safetensors folder; llama.cpp reads GGUF files only, so a
 # checkpoint with no `engines` is offered to these and never to llama.cpp.
 SAFETENSORS_ENGINES = ("vllm", "sglang", "trtllm")
@@ -42,6 +42,9 @@ class Checkpoint:
     source: str
     as_of: str
     variant: str | None = None  # a fine-tune on the model's architecture, served only when asked for by name
+    # the repository ships its own tokenizer or model code (config.json auto_map): an engine loads it only
+    # when told to trust it (--trust-remote-code), and refuses to start otherwise
+    remote_code: bool = False
 
     def serves(self, engine: str | None) -> bool:
         """Whether `engine` loads this checkpoint (None: any engine)."""
@@ -89,13 +92,16 @@ def _entry(raw: object, index: int, engines: frozenset[str]) -> Checkpoint:
     source = str(raw["source"])
     if not source.startswith("https://"):
         raise VazaoError(f"{label}: source must be the model card URL")
+    remote = raw.get("remote_code", False)
+    if not isinstance(remote, bool):
+        raise VazaoError(f"{label}: remote_code must be true or false")
     variant = raw.get("variant")
     if variant is not None and norm(str(variant)) in {norm(m) for m in models()}:
         raise VazaoError(f"{label}: variant {variant!r} would shadow a catalog model")
     return Checkpoint(
         repo=repo, model=model, fmt=fmt, instruct=raw["instruct"], engines=tuple(listed),
         file=str(file) if file is not None else None, kv_format=kv, source=source, as_of=str(raw["as_of"]),
-        variant=norm(str(variant)) if variant is not None else None,
+        variant=norm(str(variant)) if variant is not None else None, remote_code=remote,
     )
 
 

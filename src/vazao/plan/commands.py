@@ -122,6 +122,7 @@ class ModelRef:
     prequantized: bool  # its weights are already in the planned format (no quantize-at-load flag)
     hf_gguf: str | None = None  # llama.cpp: `repo:QUANT` for -hf
     note: str | None = None
+    remote_code: bool = False  # the repository's own tokenizer/model code: the engine must be told to trust it
 
 
 def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
@@ -135,11 +136,11 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
     c = checkpoint_for(model, fmt, engine)
     if c is not None and (c.fmt == fmt or (fmt == "fp16" and c.fmt == "bf16")):
         hf = f"{c.repo}:{fmt.upper()}" if engine == "llama.cpp" else None
-        return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf)
+        return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf, remote_code=c.remote_code)
     base = checkpoint_for(model, "bf16", None if engine == "llama.cpp" else engine)
     base_repo = base.repo if base is not None else model_id(model)
     if fmt == "fp8" and engine in ("vllm", "sglang"):
-        return ModelRef(base_repo, False)
+        return ModelRef(base_repo, False, remote_code=base is not None and base.remote_code)
     if engine == "llama.cpp":
         local = f"{base_repo.split('/')[-1]}-{fmt.upper()}.gguf"
         return ModelRef(local, True, None, f"no published {fmt} GGUF of {model} in the catalog: convert {base_repo} "
@@ -148,6 +149,9 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
     how = QUANTIZERS.get(fmt, "a quantizer for this format")
     return ModelRef(local, True, None, f"no published {fmt} checkpoint of {model} for {engine} in the catalog: "
                                        f"quantize {base_repo} with {how} into {local}")
+
+
+_REMOTE_CODE_WHY = "the checkpoint's tokenizer or model is its own code: without this the engine refuses to load it"
 
 
 class _Args:
@@ -208,6 +212,8 @@ def _vllm(s: LaunchSpec) -> _Args:
     a = _Args("vllm", "serve", m.ref)
     if m.note:
         a.notes.append(m.note)
+    if m.remote_code:
+        a.add("--trust-remote-code", None, _REMOTE_CODE_WHY)
     floor = _bf16_floor("vllm", s)
     if floor:
         # what vLLM's own refusal suggests; it casts a bf16 checkpoint to float16 at load (with a warning), and
@@ -276,6 +282,8 @@ def _sglang(s: LaunchSpec) -> _Args:
                                  "its method in its config.json")
     if m.note:
         a.notes.append(m.note)
+    if m.remote_code:
+        a.add("--trust-remote-code", None, _REMOTE_CODE_WHY)
     if s.fmt == "fp8" and not m.prequantized:
         a.add("--quantization", "fp8", "FP8 weights quantized at load from the 16-bit checkpoint")
     elif s.fmt == "fp8":
@@ -383,6 +391,8 @@ def _trtllm(s: LaunchSpec) -> _Args:
     a = _Args("trtllm-serve", "serve", m.ref)
     if m.note:
         a.notes.append(m.note)
+    if m.remote_code:
+        a.add("--trust_remote_code", None, _REMOTE_CODE_WHY)
     a.add("--backend", "pytorch", "the PyTorch flow (no engine build)")
     _parallel(a, s, "--tp_size", "--pp_size", None)
     a.add("--max_batch_size", s.max_num_seqs, "most sequences per step: the batch that meets the TPOT limit")
