@@ -132,3 +132,11 @@ def test_a_checkpoint_with_its_own_code_is_trusted(engine, flag):
     glm = launch_command(engine, LaunchSpec(model="glm-4.5", fmt="fp8", kv="fp16", tp=8, max_model_len=8192,
                                             max_num_seqs=64, max_num_batched_tokens=8192))
     assert flag not in glm.argv
+
+
+def test_a_local_quantization_of_a_checkpoint_with_its_own_code_is_trusted_too():
+    """No NVFP4 Kimi K2 is listed: the command names a folder to quantize the original into, which carries the
+    original's tokenizer code, so trtllm-serve still needs --trust_remote_code."""
+    c = launch_command("trtllm", LaunchSpec(model="kimi-k2", fmt="nvfp4", kv="fp8", tp=8, max_model_len=8192,
+                                             max_num_seqs=64, max_num_batched_tokens=8192))
+    assert c.argv[2].startswith("./") and "--trust_remote_code" in c.argv

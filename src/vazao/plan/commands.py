@@ -129,7 +129,7 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
     """The checkpoint a deployment of `model` in `fmt` on `engine` serves: the catalog's instruct release in
     that format; for FP8 on vLLM/SGLang without one, the 16-bit release quantized at load; else a local
     folder to quantize into, named with how. A model that is not a catalog name is served as given."""
-    from vazao.catalog.checkpoints import checkpoint_for
+    from vazao.catalog.checkpoints import checkpoint_for, checkpoints_of
 
     if model not in _aliases():
         return ModelRef(model, fmt not in ("bf16", "fp16"))
@@ -147,8 +147,10 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
                                            "with convert_hf_to_gguf.py, then llama-quantize, into " + local)
     local = f"./{base_repo.split('/')[-1]}-{fmt}"
     how = QUANTIZERS.get(fmt, "a quantizer for this format")
+    # a quantizer copies the tokenizer and config (auto_map included): the folder runs the same code as its source
+    own_code = any(c.remote_code for c in checkpoints_of(model))
     return ModelRef(local, True, None, f"no published {fmt} checkpoint of {model} for {engine} in the catalog: "
-                                       f"quantize {base_repo} with {how} into {local}")
+                                       f"quantize {base_repo} with {how} into {local}", remote_code=own_code)
 
 
 _REMOTE_CODE_WHY = "the checkpoint's tokenizer or model is its own code: without this the engine refuses to load it"
