@@ -160,6 +160,8 @@ def test_the_shipped_data_parses_with_parse():
     ({"kv_format": "fp6"}, "fp6"),
     ({"variant": "llama-3.1-70b"}, "shadow"),
     ({"remote_code": "yes"}, "remote_code"),
+    ({"weight_block": "128"}, "weight_block"),
+    ({"weight_block": 0}, "weight_block"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_bad_entries_raise_naming_them(override, message):

@@ -140,3 +140,31 @@ def test_a_local_quantization_of_a_checkpoint_with_its_own_code_is_trusted_too()
     c = launch_command("trtllm", LaunchSpec(model="kimi-k2", fmt="nvfp4", kv="fp8", tp=8, max_model_len=8192,
                                              max_num_seqs=64, max_num_batched_tokens=8192))
     assert c.argv[2].startswith("./") and "--trust_remote_code" in c.argv
+
+
+# Qwen/Qwen3-235B-A22B-FP8's config.json: quantization_config weight_block_size [128, 128]; moe_intermediate_size 1536.
+# Split 8 ways an expert is 192 wide, not a whole number of 128-wide blocks, and vLLM and SGLang stop at load
+# ("The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128":
+# vllm-project/vllm#54178 for the same failure, sgl-project/sglang#10852). The serving file agrees: SGLang's
+# Qwen3-235B FP8 rows ran the experts 2 and 4 ways only, TensorRT-LLM's at tp 8 with moe_ep=8.
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_block_fp8_checkpoint_split_into_partial_blocks_is_refused(engine):
+    spec = LaunchSpec(model="qwen3-235b-a22b", fmt="fp8", kv="fp16", tp=8)
+    with pytest.raises(VazaoError, match="192 weights a GPU.*128-wide"):
+        launch_command(engine, spec)
+    assert launch_command(engine, LaunchSpec(model="qwen3-235b-a22b", fmt="fp8", kv="fp16", tp=4)).argv
+    # DeepSeek-V3's 2,048-wide experts split 8 ways are 256 = 2 blocks: it loads
+    assert launch_command(engine, LaunchSpec(model="deepseek-v3", fmt="fp8", kv="fp16", tp=8)).argv
+    # the 16-bit release has no scale blocks at all
+    assert launch_command(engine, LaunchSpec(model="qwen3-235b-a22b", fmt="bf16", kv="fp16", tp=8)).argv
+
+
+def test_plan_prunes_what_the_engine_would_refuse():
+    runner = CliRunner()
+    res = runner.invoke(app, ["plan", "-m", "qwen3-235b-a22b", "-g", "h200", "-f", "fp8", "--traffic", "2/s",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    refused = [e for e in doc["pruned"]["examples"] if e["reason"] == "refused"]
+    assert refused and "tp8" in refused[0]["deployment"] and "128-wide" in refused[0]["detail"]
+    assert all(c["tp"] < 8 for c in doc["candidates"])  # no candidate names a command that would not start

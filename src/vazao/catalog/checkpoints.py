@@ -21,7 +21,7 @@ from vazao.errors import NotFoundError, VazaoError
 # owner/name as the Hub spells it: no scheme, no third segment, no spaces
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KEYS = frozenset({"repo", "model", "format", "instruct", "engines", "file", "kv_format", "variant", "remote_code",
-                   "source", "as_of"})
+                   "weight_block", "source", "as_of"})
 # The engines that read a Hugging Face safetensors folder; llama.cpp reads GGUF files only, so a
 # checkpoint with no `engines` is offered to these and never to llama.cpp.
 SAFETENSORS_ENGINES = ("vllm", "sglang", "trtllm")
@@ -45,6 +45,9 @@ class Checkpoint:
     # the repository ships its own tokenizer or model code (config.json auto_map): an engine loads it only
     # when told to trust it (--trust-remote-code), and refuses to start otherwise
     remote_code: bool = False
+    # the block of its block-wise FP8 scales (weight_block_size): a tensor-parallel shard of a quantized weight
+    # must be a whole number of blocks, or the engines refuse to load it (shard_refusal)
+    weight_block: int | None = None
 
     def serves(self, engine: str | None) -> bool:
         """Whether `engine` loads this checkpoint (None: any engine)."""
@@ -95,13 +98,16 @@ def _entry(raw: object, index: int, engines: frozenset[str]) -> Checkpoint:
     remote = raw.get("remote_code", False)
     if not isinstance(remote, bool):
         raise VazaoError(f"{label}: remote_code must be true or false")
+    block = raw.get("weight_block")
+    if block is not None and (isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 4096):
+        raise VazaoError(f"{label}: weight_block must be a whole number of weights from 1 to 4096")
     variant = raw.get("variant")
     if variant is not None and norm(str(variant)) in {norm(m) for m in models()}:
         raise VazaoError(f"{label}: variant {variant!r} would shadow a catalog model")
     return Checkpoint(
         repo=repo, model=model, fmt=fmt, instruct=raw["instruct"], engines=tuple(listed),
         file=str(file) if file is not None else None, kv_format=kv, source=source, as_of=str(raw["as_of"]),
-        variant=norm(str(variant)) if variant is not None else None, remote_code=remote,
+        variant=norm(str(variant)) if variant is not None else None, remote_code=remote, weight_block=block,
     )
 
 
@@ -168,4 +174,29 @@ def checkpoint_for(model: str, fmt: str, engine: str | None = None) -> Checkpoin
         for c in pool:
             if c.fmt == f:
                 return c
+    return None
+
+
+def shard_refusal(model: str, tp: int, block: int | None) -> str | None:
+    """Why an engine refuses to load a block-quantized checkpoint of `model` split `tp` ways, or None.
+
+    Tensor parallelism splits the attention heads, the dense MLP's intermediate width and, with the experts
+    sharded rather than placed whole (no expert parallelism), each expert's intermediate width; a shard that
+    is not a whole number of scale blocks has no scales of its own (vLLM and SGLang: "output_size of gate's and
+    up's weight = 192 is not divisible by weight quantization block_n = 128" for Qwen3-235B-A22B-FP8 at tp 8)."""
+    if not block or tp <= 1:
+        return None
+    m = get_model(model)
+    widths = [("attention heads", m.num_heads * m.head_dim)]
+    if m.is_moe:
+        widths.append(("an expert's intermediate width", m.moe_intermediate_size))
+        if m.num_shared_experts:
+            widths.append(("the shared expert's intermediate width", m.moe_intermediate_size * m.num_shared_experts))
+    if not m.is_moe or m.first_dense_layers:
+        widths.append(("the MLP's intermediate width", m.intermediate_size))
+    for what, width in widths:
+        if width % tp or (width // tp) % block:
+            return (f"{what} {width:,} split {tp} ways is {width / tp:g} weights a GPU, not a whole number of its "
+                    f"{block}-wide FP8 scale blocks: the engines refuse to load the checkpoint (fewer GPUs a "
+                    f"replica, or expert parallelism, which vazao does not plan)")
     return None

@@ -123,6 +123,7 @@ class ModelRef:
     hf_gguf: str | None = None  # llama.cpp: `repo:QUANT` for -hf
     note: str | None = None
     remote_code: bool = False  # the repository's own tokenizer/model code: the engine must be told to trust it
+    weight_block: int | None = None  # its block-wise FP8 scale block (checkpoints.yaml weight_block)
 
 
 def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
@@ -136,7 +137,8 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
     c = checkpoint_for(model, fmt, engine)
     if c is not None and (c.fmt == fmt or (fmt == "fp16" and c.fmt == "bf16")):
         hf = f"{c.repo}:{fmt.upper()}" if engine == "llama.cpp" else None
-        return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf, remote_code=c.remote_code)
+        return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf, remote_code=c.remote_code,
+                        weight_block=c.weight_block)
     base = checkpoint_for(model, "bf16", None if engine == "llama.cpp" else engine)
     base_repo = base.repo if base is not None else model_id(model)
     if fmt == "fp8" and engine in ("vllm", "sglang"):
@@ -154,6 +156,18 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
 
 
 _REMOTE_CODE_WHY = "the checkpoint's tokenizer or model is its own code: without this the engine refuses to load it"
+
+
+def shard_refusal(model: str, fmt: str, engine: str, tp: int) -> str | None:
+    """Why `engine` would refuse the checkpoint a command names for `model` in `fmt` split `tp` ways (a
+    block-quantized checkpoint whose shards are not whole scale blocks), or None. plan prunes such shapes."""
+    from vazao.catalog.checkpoints import shard_refusal as refusal
+
+    if engine not in ("vllm", "sglang", "trtllm"):
+        return None
+    m = checkpoint(model, fmt, engine)
+    why = refusal(model, tp, m.weight_block) if m.weight_block else None
+    return f"{m.ref} at tp {tp}: {why}" if why else None
 
 
 class _Args:
@@ -211,6 +225,9 @@ def _vllm(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"vLLM: {s.fmt} is a GGUF quant; serve it with llama.cpp, or pick int4-awq / int4-gptq")
     m = checkpoint(s.model, s.fmt, "vllm")
+    refused = shard_refusal(s.model, s.fmt, "vllm", s.tp)
+    if refused:
+        raise VazaoError(f"vLLM: {refused}")
     a = _Args("vllm", "serve", m.ref)
     if m.note:
         a.notes.append(m.note)
@@ -279,6 +296,9 @@ def _sglang(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"SGLang: {s.fmt} is a GGUF quant; serve it with llama.cpp")
     m = checkpoint(s.model, s.fmt, "sglang")
+    refused = shard_refusal(s.model, s.fmt, "sglang", s.tp)
+    if refused:
+        raise VazaoError(f"SGLang: {refused}")
     a = _Args("python", "-m", "sglang.launch_server")
     a.add("--model-path", m.ref, "the checkpoint (Hugging Face id or local path); a pre-quantized one names "
                                  "its method in its config.json")
@@ -390,6 +410,9 @@ def _trtllm(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"TensorRT-LLM: {s.fmt} is a GGUF quant; serve it with llama.cpp")
     m = checkpoint(s.model, s.fmt, "trtllm")
+    refused = shard_refusal(s.model, s.fmt, "trtllm", s.tp)
+    if refused:
+        raise VazaoError(f"TensorRT-LLM: {refused}")
     a = _Args("trtllm-serve", "serve", m.ref)
     if m.note:
         a.notes.append(m.note)

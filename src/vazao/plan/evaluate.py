@@ -193,6 +193,11 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
         dep = _deployment(shape, inp.profile)
     except VazaoError as exc:
         return Pruned(shape, "refused", str(exc))
+    from vazao.plan.commands import shard_refusal
+
+    refused = shard_refusal(shape.model, shape.fmt, shape.engine, shape.tp)
+    if refused:  # the checkpoint the launch command names would not load split this way
+        return Pruned(shape, "refused", refused)
     if inp.support_horizon_months is not None:
         life = dep.lifecycle
         if life.ends_within(inp.support_horizon_months, _today()):
