@@ -139,18 +139,19 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
         hf = f"{c.repo}:{fmt.upper()}" if engine == "llama.cpp" else None
         return ModelRef(c.repo, fmt not in ("bf16", "fp16"), hf, remote_code=c.remote_code,
                         weight_block=c.weight_block)
+    # a 16-bit release quantized at load, or a folder a quantizer writes (it copies the tokenizer and config,
+    # auto_map included), runs the same code as the model's published checkpoints
+    own_code = any(p.remote_code for p in checkpoints_of(model))
     base = checkpoint_for(model, "bf16", None if engine == "llama.cpp" else engine)
     base_repo = base.repo if base is not None else model_id(model)
     if fmt == "fp8" and engine in ("vllm", "sglang"):
-        return ModelRef(base_repo, False, remote_code=base is not None and base.remote_code)
+        return ModelRef(base_repo, False, remote_code=own_code)
     if engine == "llama.cpp":
         local = f"{base_repo.split('/')[-1]}-{fmt.upper()}.gguf"
         return ModelRef(local, True, None, f"no published {fmt} GGUF of {model} in the catalog: convert {base_repo} "
                                            "with convert_hf_to_gguf.py, then llama-quantize, into " + local)
     local = f"./{base_repo.split('/')[-1]}-{fmt}"
     how = QUANTIZERS.get(fmt, "a quantizer for this format")
-    # a quantizer copies the tokenizer and config (auto_map included): the folder runs the same code as its source
-    own_code = any(c.remote_code for c in checkpoints_of(model))
     return ModelRef(local, True, None, f"no published {fmt} checkpoint of {model} for {engine} in the catalog: "
                                        f"quantize {base_repo} with {how} into {local}", remote_code=own_code)
 
@@ -158,16 +159,22 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
 _REMOTE_CODE_WHY = "the checkpoint's tokenizer or model is its own code: without this the engine refuses to load it"
 
 
+def _partial_blocks(m: ModelRef, model: str, tp: int) -> str | None:
+    """Why the checkpoint `m` of `model` would not load split `tp` ways (its shards not whole scale blocks)."""
+    from vazao.catalog.checkpoints import shard_refusal as refusal
+
+    why = refusal(model, tp, m.weight_block) if m.weight_block else None
+    return f"{m.ref} at tp {tp}: {why}" if why else None
+
+
 def shard_refusal(model: str, fmt: str, engine: str, tp: int) -> str | None:
     """Why `engine` would refuse the checkpoint a command names for `model` in `fmt` split `tp` ways (a
     block-quantized checkpoint whose shards are not whole scale blocks), or None. plan prunes such shapes."""
-    from vazao.catalog.checkpoints import shard_refusal as refusal
+    from vazao.catalog.checkpoints import SAFETENSORS_ENGINES
 
-    if engine not in ("vllm", "sglang", "trtllm"):
+    if engine not in SAFETENSORS_ENGINES:
         return None
-    m = checkpoint(model, fmt, engine)
-    why = refusal(model, tp, m.weight_block) if m.weight_block else None
-    return f"{m.ref} at tp {tp}: {why}" if why else None
+    return _partial_blocks(checkpoint(model, fmt, engine), model, tp)
 
 
 class _Args:
@@ -225,7 +232,7 @@ def _vllm(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"vLLM: {s.fmt} is a GGUF quant; serve it with llama.cpp, or pick int4-awq / int4-gptq")
     m = checkpoint(s.model, s.fmt, "vllm")
-    refused = shard_refusal(s.model, s.fmt, "vllm", s.tp)
+    refused = _partial_blocks(m, s.model, s.tp)
     if refused:
         raise VazaoError(f"vLLM: {refused}")
     a = _Args("vllm", "serve", m.ref)
@@ -296,7 +303,7 @@ def _sglang(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"SGLang: {s.fmt} is a GGUF quant; serve it with llama.cpp")
     m = checkpoint(s.model, s.fmt, "sglang")
-    refused = shard_refusal(s.model, s.fmt, "sglang", s.tp)
+    refused = _partial_blocks(m, s.model, s.tp)
     if refused:
         raise VazaoError(f"SGLang: {refused}")
     a = _Args("python", "-m", "sglang.launch_server")
@@ -410,7 +417,7 @@ def _trtllm(s: LaunchSpec) -> _Args:
     if s.fmt in GGUF:
         raise VazaoError(f"TensorRT-LLM: {s.fmt} is a GGUF quant; serve it with llama.cpp")
     m = checkpoint(s.model, s.fmt, "trtllm")
-    refused = shard_refusal(s.model, s.fmt, "trtllm", s.tp)
+    refused = _partial_blocks(m, s.model, s.tp)
     if refused:
         raise VazaoError(f"TensorRT-LLM: {refused}")
     a = _Args("trtllm-serve", "serve", m.ref)
