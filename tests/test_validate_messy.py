@@ -539,3 +539,31 @@ def test_a_named_modelopt_fp8_checkpoint_brings_its_fp8_kv_cache():
     assert one(row_of(AIC_02046, precision_kv_or_compute="bf16")).kv == "bf16"
     assert one(row_of(AIC_02046, source="RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8")).kv == "gemm=fp8 moe=fp8"
     assert one(row_of(AIC_02046, precision_weights="BF16")).kv == "gemm=fp8 moe=fp8"
+
+
+def test_a_closed_loop_s_stated_request_count_is_what_is_simulated():
+    # aiperf's generated benchmark sends --request-count = concurrency × rounds, every client starting at once
+    # (aiconfigurator generator/config/backend_templates/benchmark/bench_run.sh.j2): the first round is one burst,
+    # so the more rounds the run counts, the less that burst weighs in its mean TTFT. A row stating its count is
+    # simulated with it (at least one round, at most MAX_STATED_ROUNDS); one that does not, with
+    # CLOSED_LOOP_ROUNDS rounds.
+    from vazao.validate.predict import CLOSED_LOOP_ROUNDS, MAX_STATED_ROUNDS, sim_request_count
+
+    base = row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=true")
+    assert sim_request_count(one(base)) == CLOSED_LOOP_ROUNDS * 64
+    assert sim_request_count(one(row_of(base, notes=base.split(",")[-1].strip() + "; num_requests=1280"))) == 1280
+    assert sim_request_count(one(row_of(base, notes="moe_tp=8 moe_ep=1; num_requests=10"))) == 64
+    assert sim_request_count(one(row_of(base, notes="num_requests=999999999"))) == MAX_STATED_ROUNDS * 64
+    # the burst of the first round weighs 1/2 of two rounds' mean and 1/40 of forty's: vLLM's rounds after the
+    # first drift apart (decodes first, prompts filling the step's budget), so forty rounds wait less on average
+    line = row_of(AIC_04398, engine="vllm", engine_version="", model="Llama-3.1-8B", params_b="8",
+                  precision_weights="BF16", precision_kv_or_compute="bf16", gpu="H100-SXM-80GB", gpu_count="1",
+                  tp="1", source="a vendor's blog", concurrency_or_batch="concurrency=32", metric="ttft_ms",
+                  notes="aggregated serving at fixed concurrency 32; num_requests=64")
+    two = predict(one(line)).value
+    forty = predict(one(row_of(line, notes="aggregated serving at fixed concurrency 32; num_requests=1280"))).value
+    assert forty < 0.8 * two
+    # an offered rate's stated count too
+    rate = one(row_of(line, concurrency_or_batch="rate=4", notes="num_requests=300"))
+    assert sim_request_count(rate, 500) == 300 and sim_request_count(one(row_of(line, concurrency_or_batch="rate=4",
+                                                                                   notes="")), 500) == 500

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from vazao import limits
 from vazao.analytic import decode_cost, estimate, offline_point
 from vazao.catalog.formats import get_format, get_kv_format
 from vazao.catalog.local import resolve_accelerator
@@ -153,8 +154,29 @@ def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
             row.step_tokens_cap, row.mixed_chunks, dep.attention_dp, dep.expert_parallel, requests)
 
 
+# A closed loop's rounds repeat once its clients have settled: a stated request count is simulated up to this many
+# rounds (the first round's burst weighs 1/64 of the mean or less either way), so a row stating a million
+# requests costs seconds, not an hour.
+MAX_STATED_ROUNDS = 64
+
+
+def sim_request_count(row: MeasuredRow, default: int = SIM_REQUESTS) -> int:
+    """The requests to simulate for a serving row: a closed loop's stated count (num_requests=N: at least one
+    round, at most MAX_STATED_ROUNDS), else CLOSED_LOOP_ROUNDS rounds of its clients; an offered rate's stated
+    count, else `default`."""
+    if row.condition.kind == "concurrency":
+        clients = int(row.condition.value)
+        if row.requests:
+            return min(max(row.requests, clients), MAX_STATED_ROUNDS * clients)
+        return CLOSED_LOOP_ROUNDS * clients
+    if row.condition.kind == "rate" and not math.isinf(row.condition.value) and row.requests:
+        return min(row.requests, limits.MAX_SIM_REQUESTS)
+    return default
+
+
 def _simulated(row: MeasuredRow, dep: Deployment, kv: str, requests: int = SIM_REQUESTS) -> Prediction:
     """Rows of one configuration (its TTFT, ITL and throughput) share one simulation."""
+    requests = sim_request_count(row, requests)
     key = _sim_key(row, dep, requests)
     hit = _SIM_CACHE.get(key)
     if hit is None:
@@ -187,8 +209,6 @@ def _simulate(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
         arrival = {"kind": "poisson", "rate": cond.value}
     else:
         arrival = {"kind": "concurrency", "concurrency": int(cond.value)}
-    if cond.kind == "concurrency":
-        requests = CLOSED_LOOP_ROUNDS * int(cond.value)
     w = workload_from_dict({"name": row.id, "arrival": arrival, "prompt": row.input_len, "output": row.output_len,
                             "requests": requests, "seed": 1}, where=f"row {row.id}")
     cfg = SimConfig.from_engine(dep.engine, max_context=row.input_len + row.output_len + 1)
