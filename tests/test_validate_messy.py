@@ -547,7 +547,8 @@ def test_a_closed_loop_s_stated_request_count_is_what_is_simulated():
     # so the more rounds the run counts, the less that burst weighs in its mean TTFT. A row stating its count is
     # simulated with it (at least one round, at most MAX_STATED_ROUNDS); one that does not, with
     # CLOSED_LOOP_ROUNDS rounds.
-    from vazao.validate.predict import CLOSED_LOOP_ROUNDS, MAX_STATED_ROUNDS, sim_request_count
+    from vazao.limits import MAX_STATED_ROUNDS
+    from vazao.validate.predict import CLOSED_LOOP_ROUNDS, sim_request_count
 
     base = row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=true")
     assert sim_request_count(one(base)) == CLOSED_LOOP_ROUNDS * 64

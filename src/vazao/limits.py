@@ -73,6 +73,10 @@ MAX_RUN_S = 1e7  # a workload's or a budget's duration (~116 days)
 MAX_SIGMA = 10.0  # of log(length): e^10 already spans four orders of magnitude either way
 MAX_PREFIXES = 1_000  # shared prefixes of one workload
 MAX_CONCURRENCY = 10**6  # requests in flight (closed loop): each is a live sequence in memory
+# A validated closed-loop row's stated request count is simulated up to this many rounds of its clients: the
+# rounds repeat once the clients have settled (the first round's burst weighs 1/64 of the mean or less either
+# way), so a row stating a million requests costs seconds, not an hour (validate/predict.py sim_request_count)
+MAX_STATED_ROUNDS = 64
 # `budget check --simulate` warms up with `concurrency` requests and then measures 100: above 10^4 in
 # flight no single deployment admits them, and 10^6 would take half a minute to say so
 MAX_BUDGET_CONCURRENCY = 10**4

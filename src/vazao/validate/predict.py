@@ -154,20 +154,14 @@ def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
             row.step_tokens_cap, row.mixed_chunks, dep.attention_dp, dep.expert_parallel, requests)
 
 
-# A closed loop's rounds repeat once its clients have settled: a stated request count is simulated up to this many
-# rounds (the first round's burst weighs 1/64 of the mean or less either way), so a row stating a million
-# requests costs seconds, not an hour.
-MAX_STATED_ROUNDS = 64
-
-
 def sim_request_count(row: MeasuredRow, default: int = SIM_REQUESTS) -> int:
     """The requests to simulate for a serving row: a closed loop's stated count (num_requests=N: at least one
-    round, at most MAX_STATED_ROUNDS), else CLOSED_LOOP_ROUNDS rounds of its clients; an offered rate's stated
+    round, at most limits.MAX_STATED_ROUNDS), else CLOSED_LOOP_ROUNDS rounds of its clients; an offered rate's stated
     count, else `default`."""
     if row.condition.kind == "concurrency":
         clients = int(row.condition.value)
         if row.requests:
-            return min(max(row.requests, clients), MAX_STATED_ROUNDS * clients)
+            return min(max(row.requests, clients), limits.MAX_STATED_ROUNDS * clients)
         return CLOSED_LOOP_ROUNDS * clients
     if row.condition.kind == "rate" and not math.isinf(row.condition.value) and row.requests:
         return min(row.requests, limits.MAX_SIM_REQUESTS)
