@@ -75,9 +75,6 @@ def test_a_run_of_decode_steps_is_step_cost_step_by_step(dep, n, ctx_per, steps)
     # step j: every member one token longer; the first step's context + n is c0
     expected = [step_cost(dep, BatchShape.decode(n, ctx_per + j)).time_s for j in range(steps)]
     assert [timer.decode_time(n, ctx + j * n) for j in range(steps)] == expected
-    shard = dep.consts.shard
-    if shard.window and shard.kv_bytes_per_token_window:
-        return  # runs of steps are full-attention only: the fast path leaves sliding windows to the scalar path
     assert timer.decode_list(n, ctx + n, steps) == expected
     out = np.empty(steps)
     timer.decode_times(n, ctx + n, out)

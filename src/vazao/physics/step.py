@@ -921,17 +921,21 @@ class StepTimer:
     def decode_times(self, n: int, c0: int, out: NDArray[np.float64]) -> None:
         """Times of len(out) decode steps of n sequences into `out` (float64), the first step's context
         + n being c0 and each next one n more (every member one token longer): BatchShape(n, n, ctx,
-        ctx + n + 0.0, n). Full-attention models only: sliding windows take the scalar path's min().
-        The contexts are integers below 2**53, so c0 + n·j is exact as a double and the products below
-        are those of the int arrays that step_work converts."""
+        ctx + n + 0.0, n). The contexts are integers below 2**53, so c0 + n·j is exact as a double and the
+        products below are those of the int arrays that step_work converts. A model with sliding windows:
+        _windowed_times."""
         import numpy as np
 
         m = len(out)
         terms = self._per_n.get(n)
         if terms is None or len(terms[-1]) < m:
             terms = self._terms(n, m)
+        s = self.s
+        if s.window and s.kv_bytes_per_token_window:
+            self._windowed_times(n, c0, out, terms)
+            return
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
-        s, c = self.s, self.c
+        c = self.c
         cn = np.add(steps[:m], c0, out=out)
         if self._plain and not (compute_post or memory_post or comm_s):  # as in decode_list
             # a dense model's decode on one GPU: _memory_bound and the memory branch without its zero terms
@@ -965,6 +969,55 @@ class StepTimer:
         else:
             work = np.maximum(compute, memory, out=compute)
         self._finish_times(work, comm_s, overhead_s, out)
+
+    def _windowed_times(self, n: int, c0: int, out: NDArray[np.float64], terms: Terms) -> None:
+        """decode_times for a model with sliding-window layers. A step whose members' mean context is under
+        the window reads a window share that grows with it (_windowed's min()): those steps, the first ones,
+        take decode_time. From the step where the mean context reaches the window every member reads the
+        whole window, so the windowed layers' FLOPs and bytes are the same double every step (_windowed:
+        win_ctx = n·window, win_pairs = n·1.0·window), and the rest of the run is the full-attention
+        terms over the array plus those constants, added in _attn_flops' and _kv_bytes' order."""
+        import numpy as np
+
+        s, c, m = self.s, self.c, len(out)
+        j = 0
+        while j < m and (c0 - n + j * n) / n < s.window:  # ctx / n, the mean context _windowed compares
+            out[j] = self.decode_time(n, c0 - n + j * n)
+            j += 1
+        if j == m:
+            return
+        compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
+        win_ctx, win_pairs = n * s.window, n * 1.0 * s.window
+        cn = np.add(steps[: m - j], c0 + j * n)  # ctx + n of steps j … m − 1
+        # _attn_flops: full·pairs + window·win_pairs [+ extra·pairs]; pairs = ctx + n
+        compute = cn * s.attn_flops_per_pair_full
+        compute += s.attn_flops_per_pair_window * win_pairs
+        if s.attn_flops_per_decode_pair_extra:
+            compute += cn * s.attn_flops_per_decode_pair_extra
+        compute /= self._attn_div
+        np.add(compute_pre, compute, out=compute)
+        for x in compute_post:
+            compute += x
+        # _kv_bytes: full·(ctx + n) + window·(win_ctx + n) [+ score·pairs] [+ window score·win_pairs]
+        memory = cn * s.kv_bytes_per_token_full
+        memory += s.kv_bytes_per_token_window * (win_ctx + n)
+        if s.score_bytes_per_pair_full:
+            memory += cn * s.score_bytes_per_pair_full
+        if s.score_bytes_per_pair_window:
+            memory += s.score_bytes_per_pair_window * win_pairs
+        memory /= self._kv_div
+        np.add(memory_pre, memory, out=memory)
+        for x in memory_post:
+            memory += x
+        if c.unhidden:
+            work = np.maximum(compute, memory)
+            compute += memory  # compute_s + memory_s - work_s, as roofline groups it
+            compute -= work
+            compute *= c.unhidden
+            work += compute
+        else:
+            work = np.maximum(compute, memory, out=compute)
+        self._finish_times(work, comm_s, overhead_s, out[j:])
 
     def _finish_times(self, work: NDArray[np.float64], comm_s: float, overhead_s: float,
                       out: NDArray[np.float64]) -> None:

@@ -1,4 +1,4 @@
-"""Decode-only stretches in closed form: exact to the step-by-step loop.
+"""Decode-only stretches in closed form: exact to the step-by-step loop (sliding-window models included).
 
 At low load most engine steps repeat the same decode batch with each context one token longer:
 nothing waits, no prompt is in progress, and the next event (an arrival, a failed KV block
@@ -49,10 +49,7 @@ def eligible(e: Engine) -> bool:
         return False
     if e.scheduler.cost is not step_cost or e.scheduler.timer is None:
         return False
-    if not e.cohort.n or e.step_decoding != e.cohort.n:
-        return False
-    s = e.scheduler.timer.s
-    return not (s.window and s.kv_bytes_per_token_window)  # sliding windows take the scalar path's min()
+    return bool(e.cohort.n) and e.step_decoding == e.cohort.n
 
 
 def _finishing(cohort: DecodeCohort, upto: int) -> list[tuple[int, int]]:
@@ -158,11 +155,7 @@ def _completes_prompts(e: Engine) -> bool:
         return False
     if e.scheduler.cost is not step_cost or e.scheduler.timer is None or len(e.chunks) != len(e.prefilling):
         return False
-    for seq, n in e.chunks:
-        if seq.computed + n != seq.target:
-            return False
-    s = e.scheduler.timer.s
-    return not (s.window and s.kv_bytes_per_token_window)
+    return all(seq.computed + n == seq.target for seq, n in e.chunks)
 
 
 def _plan_decode(e: Engine, now: float) -> bool:
