@@ -430,13 +430,18 @@ def test_an_aiconfigurator_row_runs_with_the_step_budget_its_generator_sets():
     assert "max_num_tokens 0 out of range" in bad.reason
 
 
+def _vllm_llama_8b(clients: int, notes: str) -> str:
+    """aic-04398's line made a vLLM Llama-3.1-8B BF16 closed loop on one H100 (a vendor's blog): its TTFT."""
+    return row_of(AIC_04398, engine="vllm", engine_version="", model="Llama-3.1-8B", params_b="8",
+                  precision_weights="BF16", precision_kv_or_compute="bf16", gpu="H100-SXM-80GB", gpu_count="1",
+                  tp="1", source="a vendor's blog", concurrency_or_batch=f"concurrency={clients}", metric="ttft_ms",
+                  notes=notes)
+
+
 def test_the_step_budget_reaches_the_simulation():
     # the same closed loop of 8 prompts of 1,024 tokens: a budget of one prompt per step gets the first prompt
     # its first token sooner than the 8,192 tokens of the profile, where all eight are prefilled in one step
-    line = row_of(AIC_04398, engine="vllm", engine_version="", model="Llama-3.1-8B", params_b="8",
-                  precision_weights="BF16", precision_kv_or_compute="bf16", gpu="H100-SXM-80GB", gpu_count="1",
-                  tp="1", source="a vendor's blog", concurrency_or_batch="concurrency=8", metric="ttft_ms",
-                  notes="aggregated serving at fixed concurrency 8")
+    line = _vllm_llama_8b(8, "aggregated serving at fixed concurrency 8")
     default = predict(one(line)).value
     small = predict(one(row_of(line, notes="max_num_batched_tokens=1032"))).value
     assert small < 0.8 * default
@@ -557,10 +562,7 @@ def test_a_closed_loop_s_stated_request_count_is_what_is_simulated():
     assert sim_request_count(one(row_of(base, notes="num_requests=999999999"))) == MAX_STATED_ROUNDS * 64
     # the burst of the first round weighs 1/2 of two rounds' mean and 1/40 of forty's: vLLM's rounds after the
     # first drift apart (decodes first, prompts filling the step's budget), so forty rounds wait less on average
-    line = row_of(AIC_04398, engine="vllm", engine_version="", model="Llama-3.1-8B", params_b="8",
-                  precision_weights="BF16", precision_kv_or_compute="bf16", gpu="H100-SXM-80GB", gpu_count="1",
-                  tp="1", source="a vendor's blog", concurrency_or_batch="concurrency=32", metric="ttft_ms",
-                  notes="aggregated serving at fixed concurrency 32; num_requests=64")
+    line = _vllm_llama_8b(32, "aggregated serving at fixed concurrency 32; num_requests=64")
     two = predict(one(line)).value
     forty = predict(one(row_of(line, notes="aggregated serving at fixed concurrency 32; num_requests=1280"))).value
     assert forty < 0.8 * two

@@ -935,7 +935,6 @@ class StepTimer:
             self._windowed_times(n, c0, out, terms)
             return
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
-        c = self.c
         cn = np.add(steps[:m], c0, out=out)
         if self._plain and not (compute_post or memory_post or comm_s):  # as in decode_list
             # a dense model's decode on one GPU: _memory_bound and the memory branch without its zero terms
@@ -960,15 +959,7 @@ class StepTimer:
         # memory_s = weights and activations + KV of ctx + new tokens (+ experts + offload)
         memory = _decode_side(cn, s.kv_bytes_per_token_full, s.kv_bytes_per_token_window, self._kv_div,
                               memory_pre, memory_post, s.score_bytes_per_pair_full)
-        if c.unhidden:
-            work = np.maximum(compute, memory)
-            compute += memory  # compute_s + memory_s - work_s, as roofline groups it
-            compute -= work
-            compute *= c.unhidden
-            work += compute
-        else:
-            work = np.maximum(compute, memory, out=compute)
-        self._finish_times(work, comm_s, overhead_s, out)
+        self._settle_times(compute, memory, comm_s, overhead_s, out)
 
     def _windowed_times(self, n: int, c0: int, out: NDArray[np.float64], terms: Terms) -> None:
         """decode_times for a model with sliding-window layers. A step whose members' mean context is under
@@ -979,7 +970,7 @@ class StepTimer:
         terms over the array plus those constants, added in _attn_flops' and _kv_bytes' order."""
         import numpy as np
 
-        s, c, m = self.s, self.c, len(out)
+        s, m = self.s, len(out)
         j = 0
         while j < m and (c0 - n + j * n) / n < s.window:  # ctx / n, the mean context _windowed compares
             out[j] = self.decode_time(n, c0 - n + j * n)
@@ -1009,6 +1000,15 @@ class StepTimer:
         np.add(memory_pre, memory, out=memory)
         for x in memory_post:
             memory += x
+        self._settle_times(compute, memory, comm_s, overhead_s, out[j:])
+
+    def _settle_times(self, compute: NDArray[np.float64], memory: NDArray[np.float64], comm_s: float,
+                      overhead_s: float, out: NDArray[np.float64]) -> None:
+        """_settle over arrays of steps into `out`: the larger of compute and memory, plus the share of the
+        smaller one the engine does not hide, then _finish_times. `compute` is overwritten."""
+        import numpy as np
+
+        c = self.c
         if c.unhidden:
             work = np.maximum(compute, memory)
             compute += memory  # compute_s + memory_s - work_s, as roofline groups it
@@ -1017,7 +1017,7 @@ class StepTimer:
             work += compute
         else:
             work = np.maximum(compute, memory, out=compute)
-        self._finish_times(work, comm_s, overhead_s, out[j:])
+        self._finish_times(work, comm_s, overhead_s, out)
 
     def _finish_times(self, work: NDArray[np.float64], comm_s: float, overhead_s: float,
                       out: NDArray[np.float64]) -> None:
