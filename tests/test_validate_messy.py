@@ -552,7 +552,7 @@ def test_a_closed_loop_s_stated_request_count_is_what_is_simulated():
     # so the more rounds the run counts, the less that burst weighs in its mean TTFT. A row stating its count is
     # simulated with it (at least one round, at most MAX_STATED_ROUNDS); one that does not, with
     # CLOSED_LOOP_ROUNDS rounds.
-    from vazao.limits import MAX_STATED_ROUNDS
+    from vazao.limits import MAX_STATED_RATE_REQUESTS, MAX_STATED_ROUNDS
     from vazao.validate.predict import CLOSED_LOOP_ROUNDS, sim_request_count
 
     base = row_of(AIC_02145, notes="moe_tp=8 moe_ep=1; enable_mixed_chunk=true")
@@ -570,3 +570,5 @@ def test_a_closed_loop_s_stated_request_count_is_what_is_simulated():
     rate = one(row_of(line, concurrency_or_batch="rate=4", notes="num_requests=300"))
     assert sim_request_count(rate, 500) == 300 and sim_request_count(one(row_of(line, concurrency_or_batch="rate=4",
                                                                                    notes="")), 500) == 500
+    huge = one(row_of(line, concurrency_or_batch="rate=4", notes="num_requests=999999999"))
+    assert sim_request_count(huge, 500) == MAX_STATED_RATE_REQUESTS

@@ -77,6 +77,9 @@ MAX_CONCURRENCY = 10**6  # requests in flight (closed loop): each is a live sequ
 # rounds repeat once the clients have settled (the first round's burst weighs 1/64 of the mean or less either
 # way), so a row stating a million requests costs seconds, not an hour (validate/predict.py sim_request_count)
 MAX_STATED_ROUNDS = 64
+# ... and an offered-rate row's stated count up to this many requests: a Poisson run's means settle within a few
+# thousand, and 100,000 take seconds where the simulator's own bound (MAX_SIM_REQUESTS) would take minutes a row
+MAX_STATED_RATE_REQUESTS = 100_000
 # `budget check --simulate` warms up with `concurrency` requests and then measures 100: above 10^4 in
 # flight no single deployment admits them, and 10^6 would take half a minute to say so
 MAX_BUDGET_CONCURRENCY = 10**4

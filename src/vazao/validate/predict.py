@@ -158,14 +158,14 @@ def _sim_key(row: MeasuredRow, dep: Deployment, requests: int) -> tuple:
 def sim_request_count(row: MeasuredRow, default: int = SIM_REQUESTS) -> int:
     """The requests to simulate for a serving row: a closed loop's stated count (num_requests=N: at least one
     round, at most limits.MAX_STATED_ROUNDS), else CLOSED_LOOP_ROUNDS rounds of its clients; an offered rate's stated
-    count, else `default`."""
+    count (at most limits.MAX_STATED_RATE_REQUESTS), else `default`."""
     if row.condition.kind == "concurrency":
         clients = int(row.condition.value)
         if row.requests:
             return min(max(row.requests, clients), limits.MAX_STATED_ROUNDS * clients)
         return CLOSED_LOOP_ROUNDS * clients
     if row.condition.kind == "rate" and not math.isinf(row.condition.value) and row.requests:
-        return min(row.requests, limits.MAX_SIM_REQUESTS)
+        return min(row.requests, limits.MAX_STATED_RATE_REQUESTS)
     return default
 
 
