@@ -965,9 +965,9 @@ class StepTimer:
         """decode_times for a model with sliding-window layers. A step whose members' mean context is under
         the window reads a window share that grows with it (_windowed's min()): those steps, the first ones,
         take decode_time. From the step where the mean context reaches the window every member reads the
-        whole window, so the windowed layers' FLOPs and bytes are the same double every step (_windowed:
-        win_ctx = n·window, win_pairs = n·1.0·window), and the rest of the run is the full-attention
-        terms over the array plus those constants, added in _attn_flops' and _kv_bytes' order."""
+        whole window, so the windowed layers' FLOPs and bytes are the same double every step (_windowed's
+        n·window and n·1.0·window), and the rest of the run is the full-attention terms over the array plus
+        those constants, added in _attn_flops' and _kv_bytes' order."""
         import numpy as np
 
         s, m = self.s, len(out)
@@ -978,7 +978,7 @@ class StepTimer:
         if j == m:
             return
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
-        win_ctx, win_pairs = n * s.window, n * 1.0 * s.window
+        win_ctx, win_pairs = _windowed(s, n, n, c0 - n + j * n, 0.0)  # the whole window: the same every step on
         cn = np.add(steps[: m - j], c0 + j * n)  # ctx + n of steps j … m − 1
         # _attn_flops: full·pairs + window·win_pairs [+ extra·pairs]; pairs = ctx + n
         compute = cn * s.attn_flops_per_pair_full

@@ -119,7 +119,7 @@ def _chunk(rows: Sequence[MeasuredRow], path: str | None, key: tuple, sim_reques
     return [predict_one(r, path, key, sim_requests) for r in rows]
 
 
-def _work(row: MeasuredRow) -> float:
+def _work(row: MeasuredRow, sim_requests: int) -> float:
     """A simulated row's rough cost, the tokens its simulation steps through (requests × (input + output)):
     the pool takes the costliest configurations first, so the last chunk to finish is a cheap one. An
     unstated length counts as none; a row the closed form predicts (a static batch, max load) as nothing."""
@@ -127,7 +127,7 @@ def _work(row: MeasuredRow) -> float:
 
     kind, value = row.condition.kind, row.condition.value
     if kind == "rate" or (kind == "concurrency" and math.isfinite(value)):
-        return float(sim_request_count(row) * ((row.input_len or 0) + (row.output_len or 0)))
+        return float(sim_request_count(row, sim_requests) * ((row.input_len or 0) + (row.output_len or 0)))
     return 0.0
 
 
@@ -149,7 +149,7 @@ def predict_rows(rows: Sequence[MeasuredRow], *, profile_path: str | Path | None
     workers = workers or os.cpu_count() or 1
     # slow rows (simulated ones) first, so the pool does not end waiting on one worker; the rows of one
     # configuration side by side, so they share one simulation
-    order = sorted(range(len(rows)), key=lambda i: (-_work(rows[i]), _config_key(rows[i])))
+    order = sorted(range(len(rows)), key=lambda i: (-_work(rows[i], sim_requests), _config_key(rows[i])))
     chunks = [[order[j] for j in range(i, min(i + CHUNK, len(order)))] for i in range(0, len(order), CHUNK)]
     out: list[RowResult | None] = [None] * len(rows)
     done = 0
