@@ -978,7 +978,7 @@ class StepTimer:
         if j == m:
             return
         compute_pre, compute_post, memory_pre, memory_post, comm_s, overhead_s, steps = terms
-        win_ctx, win_pairs = _windowed(s, n, n, c0 - n + j * n, 0.0)  # the whole window: the same every step on
+        win_ctx, win_pairs = _windowed(s, n, n, c0 - n + j * n, 0.0)  # the whole window, every step from j on
         cn = np.add(steps[: m - j], c0 + j * n)  # ctx + n of steps j … m − 1
         # _attn_flops: full·pairs + window·win_pairs [+ extra·pairs]; pairs = ctx + n
         compute = cn * s.attn_flops_per_pair_full
