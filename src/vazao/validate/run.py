@@ -125,8 +125,7 @@ def _work(row: MeasuredRow, sim_requests: int) -> float:
     unstated length counts as none; a row the closed form predicts (a static batch, max load) as nothing."""
     from vazao.validate.predict import sim_request_count
 
-    kind, value = row.condition.kind, row.condition.value
-    if kind == "rate" or (kind == "concurrency" and math.isfinite(value)):
+    if row.condition.kind in ("rate", "concurrency"):
         return float(sim_request_count(row, sim_requests) * ((row.input_len or 0) + (row.output_len or 0)))
     return 0.0
 
