@@ -71,6 +71,17 @@ def test_plan_emit_prints_the_winners_command():
     assert d["candidates"][0]["command"].startswith("vllm serve ")
 
 
+def test_plan_emit_on_the_console_does_not_ask_for_emit_again():
+    args = ["plan", "--models", "llama-3.1-8b", "--gpus", "h100-sxm", "--formats", "fp8", "--traffic", "4/s",
+            "--requests", "80", "--workers", "1", "-q"]
+    plain = CliRunner().invoke(app, args)
+    emitted = CliRunner().invoke(app, [*args, "--emit", "vllm"])
+    assert plain.exit_code == 0 and emitted.exit_code == 0, (plain.output, emitted.output)
+    assert "add --emit" in plain.stdout  # without it, the hint names the flag
+    assert "add --emit" not in emitted.stdout and "next: --json for every candidate" in emitted.stdout
+    assert "vllm serve " in emitted.stdout
+
+
 def test_a_t4_gets_half_and_a_quantized_v_cache_gets_flash_attention_on():
     """vLLM refuses --dtype bfloat16 below compute capability 8.0 (a T4 is 7.5; vllm/platforms/cuda.py:681), and
     llama.cpp's -fa takes on|off|auto (a bare -fa swallowed --port): checked in tests/test_engine_flags.py."""

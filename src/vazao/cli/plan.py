@@ -201,7 +201,7 @@ def _finish(result, *, emit: str | None, against_api: str | None, json_out: bool
             doc["emitted"] = [str(p) for p in emitted]
         emit_json(doc)
     else:
-        render_plan(console, result)
+        render_plan(console, result, emitted=launch is not None)
         from vazao.plan.evaluate import shape_lifecycles
         from vazao.report.console import lifecycle_lines, print_lines
 

@@ -48,7 +48,9 @@ def _per(v: float | None) -> str:
     return "–" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
-def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
+def render_plan(console: Console, r: PlanResult, rows: int = ROWS, emitted: bool = False) -> None:
+    """The plan's table, winner, energy, Pareto front and what to run next (`emitted`: the launch command
+    follows, so the hint does not ask for it)."""
     inp = r.inputs
     throughput = inp.objective == "throughput"
     slo = ", ".join(f"{k} ≤ {_ms(v)} ms" for k, v in inp.slo.limits.items())
@@ -128,8 +130,8 @@ def render_plan(console: Console, r: PlanResult, rows: int = ROWS) -> None:
     if r.backend != "local":
         console.print(f"backend: {r.backend}", highlight=False)
     if w is not None:
-        console.print("next: add --emit vllm (or sglang, llama.cpp, trtllm) for the launch command; "
-                      "--json for every candidate", highlight=False)
+        hint = "" if emitted else "add --emit vllm (or sglang, llama.cpp, trtllm) for the launch command; "
+        console.print(f"next: {hint}--json for every candidate", highlight=False)
 
 
 def _one_command(console: Console, title: str, cmd) -> None:
