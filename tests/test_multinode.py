@@ -253,8 +253,9 @@ def test_an_engines_own_all_reduce_inside_an_nvlink_node_pays_two_barriers_at_an
     512 KB on 4, else 2stage; SGLang runs the same kernels) and TensorRT-LLM's ONESHOT/TWOSHOT kernels
     (kernels/customAllReduceKernels.cu) read every peer's buffer over NVLink P2P between flag barriers: the
     latency is the engine's fixed cost and two barrier hops at 2, 4 or 8 GPUs, not 2(tp − 1) ring hops. The
-    ring's bandwidth term is kept."""
-    dep = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp, engine=engine)
+    bandwidth term is compared with the one-shot choice off (its bytes: tests/test_oneshot_allreduce.py)."""
+    own = replace(get_engine(engine), oneshot_allreduce_bytes=0.0, oneshot_allreduce_tokens=0)
+    dep = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp, engine=own)
     nccl = make_deployment("llama-3.1-8b", h100, "bf16", count=tp, tp=tp,
                            engine=replace(dep.engine, custom_allreduce_gpus=0))
     assert dep.engine.custom_allreduce_gpus == 8

@@ -153,6 +153,10 @@ MAX_ATTENTION_SCORE_BYTES = 64
 # dequant_pass_tokens: a GEMM's token count above which weights are unpacked first (llama.cpp's was 32); a
 # step holds at most a few thousand tokens, so a larger threshold only means "never"
 MAX_DEQUANT_PASS_TOKENS = 65_536
+# oneshot_allreduce_bytes / _tokens: an engine's one-shot all-reduce thresholds (vLLM's 256 KiB, TensorRT-LLM's
+# 128 tokens); a step's message is at most a few hundred MB, so a larger threshold only means "always"
+MAX_ONESHOT_ALLREDUCE_BYTES = 1e12
+MAX_ONESHOT_ALLREDUCE_TOKENS = 1_000_000
 
 # ---- owning hardware (cost own, plan --buy) ---------------------------------------------------------------
 MAX_PURCHASE_USD = 10_000_000  # one card's price: a DGX node is ~$300k, a single accelerator far less

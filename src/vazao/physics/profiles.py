@@ -150,6 +150,15 @@ class EngineProfile:
     # kernels inside one NVLink domain (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's ONESHOT/TWOSHOT):
     # a fixed two-barrier latency whatever the width, not NCCL's 2(n - 1) ring hops. 0: NCCL's ring alone.
     custom_allreduce_gpus: int = 0
+    # Which of those kernels a message takes. One-shot, every GPU reads each peer's whole message ((n - 1) × its
+    # bytes over its links); two-shot, a reduce-scatter and an all-gather, the ring's 2(n - 1)/n × its bytes. At
+    # 2 GPUs the two are the same traffic. oneshot_allreduce_bytes: one-shot below this many bytes on 5-8 GPUs
+    # and below twice it on 3-4 (vLLM's csrc/custom_all_reduce.cuh: 256 KiB on 8, 512 KiB on 4; TensorRT-LLM's
+    # plugin before its PyTorch executor: 500 KB and 1 MB). oneshot_allreduce_tokens: one-shot for a step of at
+    # most this many tokens whatever its bytes, else NCCL's ring (TensorRT-LLM's PyTorch executor: its AUTO
+    # strategy takes MIN_LATENCY, a one-shot kernel, up to 128 tokens), from eager_since_version on. 0: none.
+    oneshot_allreduce_bytes: float = 0.0
+    oneshot_allreduce_tokens: int = 0
     # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)
     memory_basis: str = "total"
     # guaranteed: a request is admitted only when the KV of its whole prompt + output is free (TensorRT-LLM's
@@ -187,6 +196,14 @@ class EngineProfile:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_CUSTOM_ALLREDUCE_GPUS:
             raise VazaoError(f"engine {self.name}: custom_allreduce_gpus must be a whole number from 0 to "
                              f"{limits.MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
+        v = self.oneshot_allreduce_bytes  # a profile file's value: a message size in bytes
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ONESHOT_ALLREDUCE_BYTES:
+            raise VazaoError(f"engine {self.name}: oneshot_allreduce_bytes must be from 0 to "
+                             f"{limits.MAX_ONESHOT_ALLREDUCE_BYTES:g}, got {v!r}")
+        v = self.oneshot_allreduce_tokens  # a profile file's value: a token count compared with every step's
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_ONESHOT_ALLREDUCE_TOKENS:
+            raise VazaoError(f"engine {self.name}: oneshot_allreduce_tokens must be a whole number from 0 to "
+                             f"{limits.MAX_ONESHOT_ALLREDUCE_TOKENS}, got {v!r}")
         v = self.attention_score_bytes  # a profile file's value, multiplied into every step's attention traffic
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ATTENTION_SCORE_BYTES:
             raise VazaoError(f"engine {self.name}: attention_score_bytes must be from 0 to "
@@ -244,9 +261,13 @@ class EngineProfile:
             if tuple(entry["min_version"]) <= tuple(version) and (
                     "max_version" not in entry or tuple(version) <= tuple(entry["max_version"])):
                 out = replace(out, **{k: v for k, v in entry.items() if k not in ("min_version", "max_version")})
-        if ((out.eager_step_layer_s or out.eager_moe_layer_s) and self.eager_since_version
-                and tuple(version) < self.eager_since_version):
-            out = replace(out, eager_step_layer_s=0.0, eager_moe_layer_s=0.0)
+        if self.eager_since_version and tuple(version) < self.eager_since_version:
+            # the release before the PyTorch executor: no eager prompt floor, and the plugin's all-reduce
+            # choice by bytes, not the PyTorch flow's by tokens
+            if out.eager_step_layer_s or out.eager_moe_layer_s:
+                out = replace(out, eager_step_layer_s=0.0, eager_moe_layer_s=0.0)
+            if out.oneshot_allreduce_tokens:
+                out = replace(out, oneshot_allreduce_tokens=0)
         return out
 
     def key(self) -> tuple[tuple[str, Any], ...]:

@@ -71,7 +71,10 @@ INTRA_NODE_HOP_LATENCY_S = 1.9e-6
 # TensorRT-LLM cpp/tensorrt_llm/kernels/customAllReduceKernels.cu) reads every peer's buffer over P2P in one
 # stage (two for larger messages: vLLM switches at 256 KB on 8 GPUs, 512 KB on 4) between flag barriers, so
 # its latency is two barrier hops at any width up to the engine's `custom_allreduce_gpus`. The bandwidth term
-# stays the ring's 2(n - 1)/n: decode's messages are latency-bound, prefill's large ones go to NCCL.
+# is the ring's 2(n - 1)/n of the message, except where the engine's kernel goes one-shot (EngineProfile.
+# oneshot_allreduce_bytes / _tokens): each GPU then reads its n - 1 peers' whole messages, n/2 times the ring's
+# bytes, which a decode step of a hundred sequences on 8 GPUs feels (1-2 MB a message, 160 all-reduces a step
+# for a 70B model).
 CUSTOM_ALLREDUCE_HOPS = 2
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 # A sequence computing at most this many tokens in a step attends as a decode (MLA in its latent space): vLLM's
@@ -381,7 +384,8 @@ class StepConstants(Generic[Num]):
                  "kv_memory_eff", "expert_memory_eff", "matmul_eff", "expert_eff", "ramp_tokens", "dequant_factor",
                  "attn_eff",
                  "bubble", "unhidden",
-                 "allreduce_factor_s_per_byte", "allreduce_latency_s", "p2p_s_per_byte", "p2p_latency_s",
+                 "allreduce_factor_s_per_byte", "allreduce_latency_s", "oneshot_mult", "oneshot_max_bytes",
+                 "oneshot_max_tokens", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s", "eager_floor_s",
                  "kv_limited", "kv_fill_seqs")
 
@@ -403,6 +407,9 @@ class StepConstants(Generic[Num]):
     unhidden: float
     allreduce_factor_s_per_byte: float | Num
     allreduce_latency_s: float | Num
+    oneshot_mult: float | Num
+    oneshot_max_bytes: float
+    oneshot_max_tokens: float
     p2p_s_per_byte: float | Num
     p2p_latency_s: float | Num
     step_overhead_s: float
@@ -461,6 +468,16 @@ class StepConstants(Generic[Num]):
             ar_link, ar_net_steps, cross_link, crossings = _node_links(tp, pp, gpus_per_node,
                                                                        inter_node_link * eng.comm_efficiency, link)
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
+        # the engine's one-shot kernel (EngineProfile.oneshot_allreduce_bytes / _tokens): where it runs, each GPU
+        # reads (n - 1) × the message, n/2 times the ring's bytes; the message sizes or step tokens it takes
+        self.oneshot_mult: float | Num = 1.0
+        self.oneshot_max_bytes = 0.0
+        self.oneshot_max_tokens = 0.0
+        if 2 < tp <= eng.custom_allreduce_gpus and (eng.oneshot_allreduce_bytes or eng.oneshot_allreduce_tokens):
+            own_kernel = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
+            self.oneshot_mult = 1.0 + own_kernel * (tp / 2 - 1)
+            self.oneshot_max_tokens = float(eng.oneshot_allreduce_tokens)
+            self.oneshot_max_bytes = eng.oneshot_allreduce_bytes * (2 if tp <= 4 else 1)
         self.allreduce_latency_s = eng.allreduce_latency_s
         if eng.allreduce_latency_s:  # the physical limit (--ideal) has no latencies at all
             intra_steps = 2.0 * (tp - 1) - ar_net_steps if tp > 1 else 0.0
@@ -664,7 +681,11 @@ def roofline(w: StepWork, c: StepConstants[Num]) -> tuple[Num, Num, float | Num,
 def _comm_s(c: StepConstants[Num], act: float) -> float | Num:
     """A step's all-reduces and pipeline hand-offs for `act` activation bytes (roofline and StepTimer)."""
     s = c.shard
-    return (s.allreduces_per_step * (act * c.allreduce_factor_s_per_byte + c.allreduce_latency_s)
+    factor = c.allreduce_factor_s_per_byte
+    if (c.oneshot_max_tokens and act <= c.oneshot_max_tokens * s.hidden_bytes_per_token) or (
+            not c.oneshot_max_tokens and act < c.oneshot_max_bytes):
+        factor = factor * c.oneshot_mult  # the engine's one-shot kernel: every peer's whole message
+    return (s.allreduces_per_step * (act * factor + c.allreduce_latency_s)
             + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
 
 
