@@ -25,7 +25,7 @@ from vazao.errors import VazaoError
 from vazao.physics.deployment import Deployment, make_deployment
 from vazao.physics.memory import ACT_BYTES
 from vazao.physics.profiles import get_engine, load_profiles
-from vazao.physics.step import BatchShape, step_cost
+from vazao.physics.step import CUSTOM_ALLREDUCE_HOPS, INTRA_NODE_HOP_LATENCY_S, BatchShape, step_cost
 
 
 def _deps(engine, model: str, tp: int, acc: str = "h100-sxm"):
@@ -69,14 +69,20 @@ def test_two_gpus_move_the_same_bytes_either_way():
 
 def test_trtllm_pytorch_executor_goes_one_shot_up_to_128_tokens_whatever_the_bytes():
     """Llama-3.1-70B on 8 H100s: a 128-sequence decode step all-reduces 2 MiB 160 times, one-shot (14 MiB read by
-    each GPU each time instead of 3.5 MiB); 129 sequences go to NCCL's ring."""
+    each GPU each time instead of 3.5 MiB); 129 sequences go to NCCL's ring, which pays its 2(8 − 1) hops of
+    1.9 µs (physics/step.py INTRA_NODE_HOP_LATENCY_S) instead of the engine kernel's two barriers."""
     on, off = _deps("trtllm", "llama-3.1-70b", 8)
     assert on.engine.oneshot_allreduce_tokens == 128
     extra = _extra_s(on, off, 128)
     assert extra == pytest.approx(_oneshot_extra_s(on, 128), rel=1e-9)
     # 160 × 3 × (2 × 7/8 × 2 MiB) / the link (450 GB/s × the profile's comm_efficiency): milliseconds a step
     assert extra > 1e-3
-    assert _extra_s(on, off, 129) == 0
+    hops = 2 * (8 - 1) - CUSTOM_ALLREDUCE_HOPS
+    assert _extra_s(on, off, 129) == pytest.approx(2 * 80 * hops * INTRA_NODE_HOP_LATENCY_S, rel=1e-9)
+    # the two kernels meet near the switch, as the engine's choice intends: one more sequence, about the same step
+    t128 = step_cost(on, BatchShape.decode(128, 1024)).time_s
+    t129 = step_cost(on, BatchShape.decode(129, 1024)).time_s
+    assert abs(t129 / t128 - 1) < 0.05
 
 
 def test_trtllm_before_1_0_chose_by_bytes():

@@ -156,7 +156,8 @@ class EngineProfile:
     # and below twice it on 3-4 (vLLM's csrc/custom_all_reduce.cuh: 256 KiB on 8, 512 KiB on 4; TensorRT-LLM's
     # plugin before its PyTorch executor: 500 KB and 1 MB). oneshot_allreduce_tokens: one-shot for a step of at
     # most this many tokens whatever its bytes, else NCCL's ring (TensorRT-LLM's PyTorch executor: its AUTO
-    # strategy takes MIN_LATENCY, a one-shot kernel, up to 128 tokens), from eager_since_version on. 0: none.
+    # strategy takes MIN_LATENCY, a one-shot kernel, up to 128 tokens, and NCCL above, paying its ring's hops),
+    # from eager_since_version on. 0: none.
     oneshot_allreduce_bytes: float = 0.0
     oneshot_allreduce_tokens: int = 0
     # gpu_memory_utilization is a share of the whole GPU (vLLM) or of what the weights leave (TensorRT-LLM)

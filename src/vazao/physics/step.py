@@ -385,7 +385,7 @@ class StepConstants(Generic[Num]):
                  "attn_eff",
                  "bubble", "unhidden",
                  "allreduce_factor_s_per_byte", "allreduce_latency_s", "oneshot_mult", "oneshot_max_bytes",
-                 "oneshot_max_tokens", "p2p_s_per_byte", "p2p_latency_s",
+                 "oneshot_max_tokens", "nccl_latency_s", "p2p_s_per_byte", "p2p_latency_s",
                  "step_overhead_s", "per_sequence_overhead_s", "host_overlap", "offload_s", "eager_floor_s",
                  "kv_limited", "kv_fill_seqs")
 
@@ -410,6 +410,7 @@ class StepConstants(Generic[Num]):
     oneshot_mult: float | Num
     oneshot_max_bytes: float
     oneshot_max_tokens: float
+    nccl_latency_s: float | Num
     p2p_s_per_byte: float | Num
     p2p_latency_s: float | Num
     step_overhead_s: float
@@ -479,8 +480,12 @@ class StepConstants(Generic[Num]):
             self.oneshot_max_tokens = float(eng.oneshot_allreduce_tokens)
             self.oneshot_max_bytes = eng.oneshot_allreduce_bytes * (2 if tp <= 4 else 1)
         self.allreduce_latency_s = eng.allreduce_latency_s
+        self.nccl_latency_s = eng.allreduce_latency_s
         if eng.allreduce_latency_s:  # the physical limit (--ideal) has no latencies at all
             intra_steps = 2.0 * (tp - 1) - ar_net_steps if tp > 1 else 0.0
+            # NCCL's ring: its hops; the engine's own kernel (below) replaces them where it takes the message
+            self.nccl_latency_s = (eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
+                                   + intra_steps * INTRA_NODE_HOP_LATENCY_S)
             if 1 < tp <= eng.custom_allreduce_gpus:  # a group inside one NVLink node: the engine's own kernel
                 own = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
                 intra_steps = intra_steps - own * (intra_steps - CUSTOM_ALLREDUCE_HOPS)
@@ -682,10 +687,15 @@ def _comm_s(c: StepConstants[Num], act: float) -> float | Num:
     """A step's all-reduces and pipeline hand-offs for `act` activation bytes (roofline and StepTimer)."""
     s = c.shard
     factor = c.allreduce_factor_s_per_byte
-    if (c.oneshot_max_tokens and act <= c.oneshot_max_tokens * s.hidden_bytes_per_token) or (
-            not c.oneshot_max_tokens and act < c.oneshot_max_bytes):
-        factor = factor * c.oneshot_mult  # the engine's one-shot kernel: every peer's whole message
-    return (s.allreduces_per_step * (act * factor + c.allreduce_latency_s)
+    latency = c.allreduce_latency_s
+    if c.oneshot_max_tokens:  # the engine chooses by the step's tokens: its one-shot kernel, else NCCL's ring
+        if act <= c.oneshot_max_tokens * s.hidden_bytes_per_token:
+            factor = factor * c.oneshot_mult
+        else:
+            latency = c.nccl_latency_s
+    elif act < c.oneshot_max_bytes:  # by the message's bytes: one-shot below one size, two-shot above
+        factor = factor * c.oneshot_mult
+    return (s.allreduces_per_step * (act * factor + latency)
             + s.pp_hops * (act * c.p2p_s_per_byte + c.p2p_latency_s))
 
 
