@@ -193,26 +193,13 @@ class EngineProfile:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
                 raise VazaoError(f"engine {self.name}: {f} must be from {lo:g} to {hi:g}, got {v!r}")
-        v = self.custom_allreduce_gpus  # a profile file's value: a whole number of GPUs, at most one NVL72 domain
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_CUSTOM_ALLREDUCE_GPUS:
-            raise VazaoError(f"engine {self.name}: custom_allreduce_gpus must be a whole number from 0 to "
-                             f"{limits.MAX_CUSTOM_ALLREDUCE_GPUS}, got {v!r}")
-        v = self.oneshot_allreduce_bytes  # a profile file's value: a message size in bytes
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ONESHOT_ALLREDUCE_BYTES:
-            raise VazaoError(f"engine {self.name}: oneshot_allreduce_bytes must be from 0 to "
-                             f"{limits.MAX_ONESHOT_ALLREDUCE_BYTES:g}, got {v!r}")
-        v = self.oneshot_allreduce_tokens  # a profile file's value: a token count compared with every step's
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_ONESHOT_ALLREDUCE_TOKENS:
-            raise VazaoError(f"engine {self.name}: oneshot_allreduce_tokens must be a whole number from 0 to "
-                             f"{limits.MAX_ONESHOT_ALLREDUCE_TOKENS}, got {v!r}")
-        v = self.attention_score_bytes  # a profile file's value, multiplied into every step's attention traffic
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= limits.MAX_ATTENTION_SCORE_BYTES:
-            raise VazaoError(f"engine {self.name}: attention_score_bytes must be from 0 to "
-                             f"{limits.MAX_ATTENTION_SCORE_BYTES}, got {v!r}")
-        v = self.dequant_pass_tokens  # a profile file's value: a token count compared with every step's
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= limits.MAX_DEQUANT_PASS_TOKENS:
-            raise VazaoError(f"engine {self.name}: dequant_pass_tokens must be a whole number from 0 to "
-                             f"{limits.MAX_DEQUANT_PASS_TOKENS}, got {v!r}")
+        # a profile file's numbers the cost model compares or multiplies (whole: a count; else any number), bounded
+        for f, whole, top in _BOUNDED:
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not 0 <= v <= top:
+                kind = "a whole number from" if whole else "from"
+                raise VazaoError(f"engine {self.name}: {f} must be {kind} 0 to {top if whole else f'{top:g}'}, "
+                                 f"got {v!r}")
         for f in _FLAGS:  # a profile file's "no" would otherwise be a true flag
             if not isinstance(getattr(self, f), bool):
                 raise VazaoError(f"engine {self.name}: {f} must be true or false, got {getattr(self, f)!r}")
@@ -306,6 +293,14 @@ class EngineProfile:
         )
 
 
+# (field, whole number?, most): custom_allreduce_gpus against a tensor-parallel width (at most one NVL72 domain), the
+# one-shot all-reduce thresholds against a message's bytes and a step's tokens, attention_score_bytes multiplied into
+# every step's attention traffic, dequant_pass_tokens against every step's token count
+_BOUNDED = (("custom_allreduce_gpus", True, limits.MAX_CUSTOM_ALLREDUCE_GPUS),
+            ("oneshot_allreduce_bytes", False, limits.MAX_ONESHOT_ALLREDUCE_BYTES),
+            ("oneshot_allreduce_tokens", True, limits.MAX_ONESHOT_ALLREDUCE_TOKENS),
+            ("attention_score_bytes", False, limits.MAX_ATTENTION_SCORE_BYTES),
+            ("dequant_pass_tokens", True, limits.MAX_DEQUANT_PASS_TOKENS))
 _FIELDS = {f.name for f in fields(EngineProfile)}
 _FLAGS = tuple(f.name for f in fields(EngineProfile) if f.type == "bool")  # the fields that take true or false
 _VERSIONED = set(CALIBRATED) | {"max_num_seqs", "max_num_batched_tokens", "reserved_bytes", "gpu_memory_utilization",
