@@ -106,6 +106,16 @@ def test_no_one_shot_without_the_engines_own_kernel():
     assert two_nodes.consts.oneshot_mult == 1.0
 
 
+def test_attention_data_parallelism_gathers_and_scatters_instead():
+    """Under attention DP the MoE layers gather every rank's tokens and scatter them back (TensorRT-LLM
+    enable_attention_dp, SGLang --enable-dp-attention): the ring's bytes, not the one-shot kernel's."""
+    h100 = get_accelerator("h100-sxm")
+    dp = make_deployment("qwen3-235b-a22b", h100, "fp8", count=8, tp=8, engine="trtllm", attention_dp=True)
+    plain = make_deployment("qwen3-235b-a22b", h100, "fp8", count=8, tp=8, engine="trtllm")
+    assert dp.consts.oneshot_mult == 1.0 and dp.consts.oneshot_max_tokens == 0
+    assert plain.consts.oneshot_mult == 4.0 and plain.consts.oneshot_max_tokens == 128
+
+
 def test_grid_sweep_charges_the_same_one_shot_bytes():
     """physics/grid.py's arrays over accelerators: a TensorRT-LLM decode of 64 (one-shot) and a prefill of 4,096
     tokens (ring) on H100, H200 and L40S (no NVLink: ring) match step_cost cell by cell."""

@@ -474,7 +474,10 @@ class StepConstants(Generic[Num]):
         self.oneshot_mult: float | Num = 1.0
         self.oneshot_max_bytes = 0.0
         self.oneshot_max_tokens = 0.0
-        if 2 < tp <= eng.custom_allreduce_gpus and (eng.oneshot_allreduce_bytes or eng.oneshot_allreduce_tokens):
+        # (under attention data parallelism the MoE layers gather and scatter every rank's tokens instead: the ring's
+        # bytes, ShardConstants.expert_token_mult > 1)
+        if (2 < tp <= eng.custom_allreduce_gpus and (eng.oneshot_allreduce_bytes or eng.oneshot_allreduce_tokens)
+                and shard.expert_token_mult == 1):
             own_kernel = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
             self.oneshot_mult = 1.0 + own_kernel * (tp / 2 - 1)
             self.oneshot_max_tokens = float(eng.oneshot_allreduce_tokens)
