@@ -469,6 +469,10 @@ class StepConstants(Generic[Num]):
             ar_link, ar_net_steps, cross_link, crossings = _node_links(tp, pp, gpus_per_node,
                                                                        inter_node_link * eng.comm_efficiency, link)
         self.allreduce_factor_s_per_byte = (2 * (tp - 1) / tp / ar_link) if tp > 1 else 0.0
+        # a group inside one NVLink node all-reduces with the engine's own kernel: 1 where it runs, 0 where NCCL's
+        # ring does (no NVLink, or past one node)
+        custom = 1 < tp <= eng.custom_allreduce_gpus
+        own = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0) if custom else 0.0
         # the engine's one-shot kernel (EngineProfile.oneshot_allreduce_bytes / _tokens): where it runs, each GPU
         # reads (n - 1) × the message, n/2 times the ring's bytes; the message sizes or step tokens it takes
         self.oneshot_mult: float | Num = 1.0
@@ -476,10 +480,9 @@ class StepConstants(Generic[Num]):
         self.oneshot_max_tokens = 0.0
         # (under attention data parallelism the MoE layers gather and scatter every rank's tokens instead: the ring's
         # bytes, ShardConstants.expert_token_mult > 1)
-        if (2 < tp <= eng.custom_allreduce_gpus and (eng.oneshot_allreduce_bytes or eng.oneshot_allreduce_tokens)
+        if (custom and tp > 2 and (eng.oneshot_allreduce_bytes or eng.oneshot_allreduce_tokens)
                 and shard.expert_token_mult == 1):
-            own_kernel = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
-            self.oneshot_mult = 1.0 + own_kernel * (tp / 2 - 1)
+            self.oneshot_mult = 1.0 + own * (tp / 2 - 1)
             self.oneshot_max_tokens = float(eng.oneshot_allreduce_tokens)
             self.oneshot_max_bytes = eng.oneshot_allreduce_bytes * (2 if tp <= 4 else 1)
         self.allreduce_latency_s = eng.allreduce_latency_s
@@ -489,8 +492,7 @@ class StepConstants(Generic[Num]):
             # NCCL's ring: its hops; the engine's own kernel (below) replaces them where it takes the message
             self.nccl_latency_s = (eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
                                    + intra_steps * INTRA_NODE_HOP_LATENCY_S)
-            if 1 < tp <= eng.custom_allreduce_gpus:  # a group inside one NVLink node: the engine's own kernel
-                own = nvlink * _pick(ar_net_steps > 0, 0.0, 1.0)  # 1 where it runs, 0 where NCCL's ring does
+            if custom:  # the engine's own kernel: two barrier hops in place of the ring's
                 intra_steps = intra_steps - own * (intra_steps - CUSTOM_ALLREDUCE_HOPS)
             self.allreduce_latency_s = (eng.allreduce_latency_s + ar_net_steps * INTER_NODE_LATENCY_S
                                         + intra_steps * INTRA_NODE_HOP_LATENCY_S)
