@@ -308,14 +308,15 @@ def _simulated_detail(workload: Workload, slo: SLO | None, concurrency: int, bes
 
 
 def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = None,
-                         simulate: Simulate | None = None) -> Throughput:
+                         simulate: Simulate | None = None, requests: int | None = None) -> Throughput:
     """The workload's capacity on the discrete-event simulator (vazao.sim). With an SLO: the one
     capacity policy (cost.capacity, shared with `vazao plan`): the engine capped at the batch that holds
-    the latency limits with mixed prefill, and the highest Poisson arrival rate whose steady-state run
-    meets every limit. Without one: closed loop at the engine's max_num_seqs per replica (saturation).
-    The input/output time split comes from the analytic model at the simulated mean batch."""
+    the latency limits with mixed prefill, and the highest Poisson arrival rate whose steady-state run of
+    `requests` (default JUDGED_REQUESTS, as a plan judges) meets every limit. Without one: closed loop at
+    the engine's max_num_seqs per replica (saturation). The input/output time split comes from the
+    analytic model at the simulated mean batch."""
     if slo is not None and not workload.closed_loop:
-        return _open_loop_capacity(dep, workload, slo, simulate)
+        return _open_loop_capacity(dep, workload, slo, simulate, requests or JUDGED_REQUESTS)
     if simulate is None:
         from vazao.sim import simulate
     runs = _ClosedLoopRuns(dep, workload, slo, simulate)
@@ -335,7 +336,8 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
 JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
 
 
-def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None) -> Throughput:
+def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate: Simulate | None,
+                        requests: int) -> Throughput:
     from vazao.cost.capacity import demand_of, held_cap, sequence_limit, slo_rate
     from vazao.workload import context_for
 
@@ -349,7 +351,7 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
         return Throughput(0.0, 0.0, 0.0, "simulated", f"simulated {workload.name}: the SLO is missed even at "
                           "batch 1 (analytic steady point)", None, 0)
     start = point.output_tokens_per_s / mean_out / per_session
-    found = slo_rate(dep, workload, slo, point.batch, start, JUDGED_REQUESTS, simulate=simulate, context=context)
+    found = slo_rate(dep, workload, slo, point.batch, start, requests, simulate=simulate, context=context)
     if found is None:
         return Throughput(0.0, 0.0, 0.0, "simulated",
                           f"simulated {workload.name}: the SLO is missed even at {start / 1.5 ** 10:.3g}/s", None, 0)
