@@ -140,6 +140,28 @@ def test_simulated_search_finds_the_highest_rate_that_meets_the_slo():
     assert never.output_tokens_per_s == 0 and "missed even" in never.detail
 
 
+def test_the_capacity_search_judges_runs_of_the_length_asked():
+    """By default a run of 400 requests, as a default `vazao plan` judges a replica (PlanInputs.requests); with
+    `requests` another length, so that a plan judged on shorter runs is compared like for like (issue 20)."""
+    lengths: list[int] = []
+    inner = _rate_knee_sim([])
+
+    def sim(dep, workload, config=None, slo=None):
+        lengths.append(workload.requests)
+        return inner(dep, workload, config, slo)
+
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
+    dep = replace(dep, engine=replace(dep.engine, calibration=None))
+    # the stand-in meets it up to 1 arrival/s, where a run is as long as asked (faster rates run longer: the
+    # steady state needs a few multiples of the limits, cost.capacity.steady_length)
+    slo = SLO.parse("ttft_p95=110ms")
+    tp = simulated_throughput(dep, load_workload("chat"), slo, simulate=sim)
+    assert min(lengths) == 400 and "360 requests judged" in tp.detail
+    lengths.clear()
+    tp = simulated_throughput(dep, load_workload("chat"), slo, simulate=sim, requests=200)
+    assert min(lengths) == 200 and "180 requests judged" in tp.detail
+
+
 def test_selfhost_cli_names_its_throughput_source(tmp_path):
     base = ["cost", "selfhost", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--usd-per-hour", "1.8", "--count", "1"]
     res = runner.invoke(app, [*base, "--input", "1000", "--output", "250", "--analytic", "--slo", "none", "--json"])
