@@ -1,0 +1,89 @@
+"""Which closed-loop TTFT rows of the serving file rule out rounds that stay in step.
+
+A closed loop whose clients all send at once, and get their answers in the same step (every request has the
+same lengths), sends its next round at once too. Such a round of c prompts cannot give a mean TTFT below
+(c + 1) / 2 × t1, where t1 is one prompt's compute at the GPUs' dense peak for its format (the idealized
+profile's compute time, physics/step.py): at that rate the best order finishes the prompts one after another
+at t1, 2·t1, … c·t1, and batching them only finishes some later. A row measured below that bound had most of
+its rounds out of step, whatever the engine does, unless its prompts were partly served from a cache.
+
+For each engine this reports how many mean-TTFT rows fall below the bound and how the shipped profiles'
+predictions (as `vazao validate` makes them) err on them and on the rest: where the simulator keeps rounds in
+step that the measurements show were not, it over-predicts. A diagnostic of the file, not a fit: no
+prediction reads it.
+
+    python bench/instep_bound.py            (about 40 s on two cores; writes bench/results/instep_bound.json)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SERVING = HERE.parent.parent / "shared" / "data" / "published-serving.csv"
+OUT = HERE / "results" / "instep_bound.json"
+
+
+def bound_ms(row) -> float:
+    """(clients per replica + 1) / 2 × one prompt's compute at the dense peak, in ms."""
+    from vazao.physics.step import BatchShape, step_cost
+    from vazao.validate.predict import row_deployment
+
+    dep = row_deployment(row)
+    ideal = replace(dep, engine=dep.engine.idealized())
+    t1 = step_cost(ideal, BatchShape.prefill(1, row.input_len)).compute_s
+    clients = row.condition.value / dep.replicas
+    return (clients + 1) / 2 * t1 * 1e3
+
+
+def _summary(errors: list[float]) -> dict:
+    if not errors:
+        return {"rows": 0}
+    return {"rows": len(errors), "median_signed": round(statistics.median(errors), 4),
+            "median_ape": round(statistics.median(abs(e) for e in errors), 4),
+            "past_35pct": sum(abs(e) > 0.35 for e in errors)}
+
+
+def main() -> int:
+    from vazao.validate.rows import read_rows
+    from vazao.validate.run import predict_rows
+
+    t0 = time.perf_counter()
+    rows, _ = read_rows(SERVING)
+    # the closed loops' mean TTFT rows with the rest of their configuration (a run's rows share one simulation)
+    rows = [r for r in rows if r.condition.kind == "concurrency" and not r.median]
+    signed = {res.row.id: res.signed for res in predict_rows(rows) if res.signed is not None}
+    groups: dict[str, dict[str, list[float]]] = {}
+    configs: dict[str, dict[str, int]] = {}
+    for row in rows:
+        if row.metric != "ttft_ms" or row.id not in signed:
+            continue
+        below = row.value < bound_ms(row)
+        side = "below" if below else "above"
+        for key in (row.family, "all"):
+            groups.setdefault(key, {"below": [], "above": []})[side].append(signed[row.id])
+        name = f"{row.family} {'.'.join(map(str, row.version)) if row.version else '(unstated)'} {row.model} {row.gpu}"
+        c = configs.setdefault(name, {"rows": 0, "below": 0})
+        c["rows"] += 1
+        c["below"] += below
+    out = {
+        "what": "closed-loop mean TTFT rows measured below (clients + 1) / 2 x one prompt's compute at the dense "
+                "peak (no round of them in step could be that fast); the shipped predictions' errors on each side",
+        "source": SERVING.name, "predictions": "the shipped profiles, as vazao validate makes them",
+        "by_engine": {k: {side: _summary(v[side]) for side in ("below", "above")} for k, v in groups.items()},
+        "by_campaign": dict(sorted(configs.items())),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    for k, v in out["by_engine"].items():
+        print(k, json.dumps(v))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
