@@ -9,8 +9,9 @@ its rounds out of step, whatever the engine does, unless its prompts were partly
 
 For each engine this reports how many mean-TTFT rows fall below the bound and how the shipped profiles'
 predictions (as `vazao validate` makes them) err on them and on the rest: where the simulator keeps rounds in
-step that the measurements show were not, it over-predicts. A diagnostic of the file, not a fit: no
-prediction reads it.
+step that the measurements show were not, it over-predicts. The same errors, grouped by a share known before
+the measurement (a round's prompts at the peak against one request's predicted life), say whether that share
+could tell the simulator when rounds spread. A diagnostic of the file, not a fit: no prediction reads it.
 
     python bench/instep_bound.py            (about 40 s on two cores; writes bench/results/instep_bound.json)
 """
@@ -29,16 +30,26 @@ SERVING = HERE.parent.parent / "shared" / "data" / "published-serving.csv"
 OUT = HERE / "results" / "instep_bound.json"
 
 
-def bound_ms(row) -> float:
-    """(clients per replica + 1) / 2 × one prompt's compute at the dense peak, in ms."""
+def burst(row) -> tuple[float, float]:
+    """(clients per replica, one prompt's compute at the dense peak in ms)."""
     from vazao.physics.step import BatchShape, step_cost
     from vazao.validate.predict import row_deployment
 
     dep = row_deployment(row)
     ideal = replace(dep, engine=dep.engine.idealized())
     t1 = step_cost(ideal, BatchShape.prefill(1, row.input_len)).compute_s
-    clients = row.condition.value / dep.replicas
-    return (clients + 1) / 2 * t1 * 1e3
+    return row.condition.value / dep.replicas, t1 * 1e3
+
+
+def bound_ms(row) -> float:
+    """(clients per replica + 1) / 2 × one prompt's compute at the dense peak, in ms."""
+    clients, t1_ms = burst(row)
+    return (clients + 1) / 2 * t1_ms
+
+
+# A round's prompts at the dense peak (clients × t1) against one request's predicted life (its TTFT plus its
+# output × TPOT): a share known before the measurement. Its groups' edges:
+SHARE_EDGES = (0.02, 0.05, 0.1, 0.2, 0.4)
 
 
 def _summary(errors: list[float]) -> dict:
@@ -49,21 +60,35 @@ def _summary(errors: list[float]) -> dict:
             "past_35pct": sum(abs(e) > 0.35 for e in errors)}
 
 
+def _edge_order(edge: str) -> int:
+    return next((i for i, e in enumerate(SHARE_EDGES) if edge == f"< {e}"), len(SHARE_EDGES))
+
+
 def main() -> int:
     from vazao.validate.rows import read_rows
-    from vazao.validate.run import predict_rows
+    from vazao.validate.run import _config_key, predict_rows
 
     t0 = time.perf_counter()
     rows, _ = read_rows(SERVING)
     # the closed loops' mean TTFT rows with the rest of their configuration (a run's rows share one simulation)
     rows = [r for r in rows if r.condition.kind == "concurrency" and not r.median]
-    signed = {res.row.id: res.signed for res in predict_rows(rows) if res.signed is not None}
+    results = [res for res in predict_rows(rows) if res.signed is not None]
+    signed = {res.row.id: res.signed for res in results}
+    tpot = {_config_key(res.row): res.predicted for res in results if res.row.metric == "tpot_ms"}
     groups: dict[str, dict[str, list[float]]] = {}
     configs: dict[str, dict[str, int]] = {}
-    for row in rows:
-        if row.metric != "ttft_ms" or row.id not in signed:
+    shares: dict[str, dict[str, list[tuple[bool, float]]]] = {}
+    for res in results:
+        row = res.row
+        if row.metric != "ttft_ms" or res.predicted is None:
             continue
-        below = row.value < bound_ms(row)
+        clients, t1_ms = burst(row)
+        below = row.value < (clients + 1) / 2 * t1_ms
+        step = tpot.get(_config_key(row))
+        if step is not None:
+            share = clients * t1_ms / (res.predicted + (row.output_len - 1) * step)
+            edge = next((f"< {e}" for e in SHARE_EDGES if share < e), f">= {SHARE_EDGES[-1]}")
+            shares.setdefault(row.family, {}).setdefault(edge, []).append((below, signed[row.id]))
         side = "below" if below else "above"
         for key in (row.family, "all"):
             groups.setdefault(key, {"below": [], "above": []})[side].append(signed[row.id])
@@ -77,10 +102,17 @@ def main() -> int:
         "source": SERVING.name, "predictions": "the shipped profiles, as vazao validate makes them",
         "by_engine": {k: {side: _summary(v[side]) for side in ("below", "above")} for k, v in groups.items()},
         "by_campaign": dict(sorted(configs.items())),
+        "by_burst_share": {
+            fam: {edge: {"rows": len(v), "below": sum(b for b, _ in v),
+                         "median_signed": round(statistics.median(e for _, e in v), 4)}
+                  for edge, v in sorted(d.items(), key=lambda kv: _edge_order(kv[0]))}
+            for fam, d in sorted(shares.items())},
         "seconds": round(time.perf_counter() - t0, 1),
     }
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     for k, v in out["by_engine"].items():
+        print(k, json.dumps(v))
+    for k, v in out["by_burst_share"].items():
         print(k, json.dumps(v))
     return 0
 
