@@ -3,7 +3,8 @@
 A closed loop whose clients all send at once, and get their answers in the same step (every request has the
 same lengths), sends its next round at once too. Such a round of c prompts cannot give a mean TTFT below
 (c + 1) / 2 × t1, where t1 is one prompt's compute at the GPUs' dense peak for its format (the idealized
-profile's compute time, physics/step.py): at that rate the best order finishes the prompts one after another
+profile's compute time: vazao.validate.predict.in_step_floor_ms, which `vazao validate` also reads to put a
+caveat on such rows): at that rate the best order finishes the prompts one after another
 at t1, 2·t1, … c·t1, and batching them only finishes some later. A row measured below that bound had most of
 its rounds out of step, whatever the engine does, unless its prompts were partly served from a cache.
 
@@ -19,10 +20,10 @@ could tell the simulator when rounds spread. A diagnostic of the file, not a fit
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,20 +32,15 @@ OUT = HERE / "results" / "instep_bound.json"
 
 
 def burst(row) -> tuple[float, float]:
-    """(clients per replica, one prompt's compute at the dense peak in ms)."""
-    from vazao.physics.step import BatchShape, step_cost
-    from vazao.validate.predict import row_deployment
+    """(the in-step floor in ms, a round's prompts at the dense peak in ms): vazao.validate.predict's floor is
+    (clients + 1) / 2 × t1 for the clients of one replica."""
+    from vazao.validate.predict import in_step_floor_ms, row_deployment
 
-    dep = row_deployment(row)
-    ideal = replace(dep, engine=dep.engine.idealized())
-    t1 = step_cost(ideal, BatchShape.prefill(1, row.input_len)).compute_s
-    return row.condition.value / dep.replicas, t1 * 1e3
-
-
-def bound_ms(row) -> float:
-    """(clients per replica + 1) / 2 × one prompt's compute at the dense peak, in ms."""
-    clients, t1_ms = burst(row)
-    return (clients + 1) / 2 * t1_ms
+    floor = in_step_floor_ms(row)
+    if floor is None:
+        return math.nan, math.nan
+    clients = row.condition.value / row_deployment(row).replicas
+    return floor, floor * 2 * clients / (clients + 1)
 
 
 # A round's prompts at the dense peak (clients × t1) against one request's predicted life (its TTFT plus its
@@ -82,11 +78,13 @@ def main() -> int:
         row = res.row
         if row.metric != "ttft_ms" or res.predicted is None:
             continue
-        clients, t1_ms = burst(row)
-        below = row.value < (clients + 1) / 2 * t1_ms
+        floor, round_ms = burst(row)
+        if math.isnan(floor):  # pipeline stages or attention data parallelism: no such floor
+            continue
+        below = row.value < floor
         step = tpot.get(_config_key(row))
         if step is not None:
-            share = clients * t1_ms / (res.predicted + (row.output_len - 1) * step)
+            share = round_ms / (res.predicted + (row.output_len - 1) * step)
             edge = next((f"< {e}" for e in SHARE_EDGES if share < e), f">= {SHARE_EDGES[-1]}")
             shares.setdefault(row.family, {}).setdefault(edge, []).append((below, signed[row.id]))
         side = "below" if below else "above"

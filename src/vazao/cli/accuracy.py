@@ -122,6 +122,7 @@ def validate_cmd(
     else:
         render_validation(console, rep, worst)
         _print_assumed(rep)
+        _print_caveats(rep)
     if plot is not None:
         from vazao.report.reports import validation_report
 
@@ -139,6 +140,12 @@ def _print_assumed(rep) -> None:
         console.print(f"  {n:5,}  {note}", highlight=False)
     if len(notes) > 8:
         console.print(f"  and {len(notes) - 8:,} other assumption(s)", highlight=False)
+
+
+def _print_caveats(rep) -> None:
+    """What the comparison says about the measurements themselves (--json lists each row's `caveats`)."""
+    for note, n in rep.caveats():
+        console.print(f"[bold]{n:,} row(s):[/] {note} (--json lists each row's `caveats`)", highlight=False)
 
 
 @app.command("calibrate")

@@ -121,7 +121,7 @@ def level_rows(doc: Mapping[str, Any], dep: RunDeployment, where: str) -> tuple[
                 id=f"{rid}:{metric}", line=0, engine=dep.engine, family=dep.engine, version=None, model=model,
                 weights=dep.weights, kv=dep.kv, gpu=dep.gpu, gpu_count=dep.gpu_count, tp=dep.tp, pp=dep.pp,
                 input_len=prompt, output_len=output, condition=cond, metric=metric, value=value, median=False,
-                source=f"{where} (vazao bench; mean lengths {prompt}/{output})"))
+                source=f"{where} (vazao bench; mean lengths {prompt}/{output})", uniform_lengths=False))
     return rows, problems
 
 

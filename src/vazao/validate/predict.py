@@ -94,6 +94,28 @@ def row_deployment(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | Non
                            weights_bytes_override=exact, attention_dp=adp, expert_parallel=ep)
 
 
+def in_step_floor_ms(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | None = None) -> float | None:
+    """The least mean TTFT (ms) a closed loop's round could give if its clients all sent at once: every one of
+    its (clients per replica) prompts computed at the GPUs' dense peak for the format (the idealized profile's
+    compute time, t1), one after another, finishes at t1, 2·t1, … c·t1, a mean of (c + 1) / 2 × t1; batching
+    them only finishes some later. The simulator's closed loops send that way (their clients stay in step
+    when the lengths are uniform), so a run measured below it had clients out of step (varied lengths, a
+    warm-up left out, clients that drift) or prompts served from a cache, and its simulated TTFT runs high.
+    None where the bound does not hold as stated: not a closed loop's mean TTFT, lengths that are a run's means
+    (varied prompts, shortest first, average less), pipeline stages (they overlap prompts), attention data
+    parallelism (the ranks share the experts' work)."""
+    if (row.condition.kind != "concurrency" or row.metric != "ttft_ms" or row.median or not row.input_len
+            or not row.uniform_lengths or row.pp != 1 or (row.attention_dp or 0) > 1):
+        return None
+    from vazao.physics.step import BatchShape, step_cost
+
+    dep = row_deployment(row, profiles)
+    ideal = replace(dep, engine=dep.engine.idealized())
+    t1_s = step_cost(ideal, BatchShape.prefill(1, row.input_len)).compute_s
+    clients = row.condition.value / dep.replicas
+    return (clients + 1) / 2 * t1_s * 1e3
+
+
 def _from_throughput(row: MeasuredRow, output_tok_s: float) -> float:
     if row.metric == "output_tok_s_total":
         return output_tok_s

@@ -102,6 +102,9 @@ class MeasuredRow:
     # requests the run queued (a max-load run's engines share them), where the notes state it (num_requests=N)
     # or its source's recipe sets it; None: enough to fill every engine
     requests: int | None = None
+    # every request of the run had these lengths (a published row's ISL/OSL); False where they are a run's
+    # means over varied requests (a `vazao bench` level), which bounds less (validate/predict.in_step_floor_ms)
+    uniform_lengths: bool = True
 
 
 @dataclass(frozen=True)

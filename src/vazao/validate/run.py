@@ -34,6 +34,8 @@ class RowResult:
     band: tuple[float, float] | None = None
     band_note: str = ""
     skipped: str | None = None
+    # what the comparison itself says about the measurement, one wording per kind (counted in the summary)
+    caveats: tuple[str, ...] = ()
 
     @property
     def ape(self) -> float | None:
@@ -66,6 +68,8 @@ class RowResult:
                  kv=self.kv, detail=self.detail, band=list(self.band) if self.band else None)
         if self.band_note:
             d["band_note"] = self.band_note
+        if self.caveats:
+            d["caveats"] = list(self.caveats)
         return d
 
 
@@ -112,7 +116,23 @@ def predict_one(row: MeasuredRow, profile_path: str | None, overrides_key: tuple
     b = band(prof, band_key(p.regime, row.metric), p.value, version=row.version, generation=generation_of(row),
              weight_format=row.weights.lower(), model_family=family_of(row))
     return RowResult(row, p.value, p.regime, p.detail, p.kv, band=(b.low, b.high) if b else None,
-                     band_note=b.note if b else "")
+                     band_note=b.note if b else "", caveats=_caveats(row, profile_path, overrides_key))
+
+
+# One wording, the row's own figures left out: the summary counts the rows of each caveat
+OUT_OF_STEP = ("TTFT below what a round of its clients sent at once could average at the GPUs' dense peak: the "
+               "run's clients were not in step (or its prompts hit a cache), and the simulated closed loop, whose "
+               "clients are, predicts it high")
+
+
+def _caveats(row: MeasuredRow, profile_path: str | None, overrides_key: tuple) -> tuple[str, ...]:
+    from vazao.validate.predict import in_step_floor_ms
+
+    try:
+        floor = in_step_floor_ms(row, _profiles(profile_path, overrides_key))
+    except VazaoError:  # predicted already, so this does not happen; a caveat is never worth losing the row
+        return ()
+    return (OUT_OF_STEP,) if floor is not None and row.value < floor else ()
 
 
 def _chunk(rows: Sequence[MeasuredRow], path: str | None, key: tuple, sim_requests: int) -> list[RowResult]:
@@ -264,6 +284,14 @@ class ValidationReport:
                 counts[note] = counts.get(note, 0) + 1
         return sorted(counts.items(), key=lambda kv: -kv[1])
 
+    def caveats(self) -> list[tuple[str, int]]:
+        """Each caveat the comparison raised and how many rows it was raised on, most frequent first."""
+        counts: dict[str, int] = {}
+        for r in self.results:
+            for note in r.caveats:
+                counts[note] = counts.get(note, 0) + 1
+        return sorted(counts.items(), key=lambda kv: -kv[1])
+
     def skip_reasons(self) -> list[tuple[str, int]]:
         counts: dict[str, int] = {}
         for r in self.results:
@@ -287,6 +315,7 @@ class ValidationReport:
                 "skipped": [{"reason": reason, "rows": n} for reason, n in self.skip_reasons()],
                 "assumed": {"rows": self.assumed_rows,
                             "notes": [{"note": note, "rows": n} for note, n in self.assumptions()]},
+                "caveats": [{"note": note, "rows": n} for note, n in self.caveats()],
             },
         }
 
