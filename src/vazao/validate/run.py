@@ -121,8 +121,8 @@ def predict_one(row: MeasuredRow, profile_path: str | None, overrides_key: tuple
 
 # One wording, the row's own figures left out: the summary counts the rows of each caveat
 OUT_OF_STEP = ("TTFT below what a round of its clients sent at once could average at the GPUs' dense peak: the "
-               "run's clients were not in step (or its prompts hit a cache), and the simulated closed loop, whose "
-               "clients are, predicts it high")
+               "run's clients were not in step (or its prompts hit a cache), which the simulated closed loop, "
+               "whose clients are, does not model")
 
 
 def _caveats(row: MeasuredRow, profile_path: str | None, overrides_key: tuple) -> tuple[str, ...]:
