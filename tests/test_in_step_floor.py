@@ -76,6 +76,11 @@ def test_validate_puts_the_caveat_on_the_row_below_the_floor_only(tmp_path):
     assert doc["summary"]["caveats"] == [{"note": OUT_OF_STEP, "rows": 1}]
     rows_json = {r["id"]: r for r in doc["rows"]}
     assert rows_json["below"]["caveats"] == [OUT_OF_STEP] and "caveats" not in rows_json["above"]
+    # the HTML report of that validation lists it beside the skipped rows
+    from vazao.report.reports import validation_report as html_report
+
+    tables = {t.title: t.rows for t in html_report(doc).tables}
+    assert tables["Caveats on the measurements"] == ((OUT_OF_STEP, "1"),)
     f = tmp_path / "rows.csv"
     f.write_text(text)
     r = subprocess.run([sys.executable, "-m", "vazao", "validate", str(f), "--workers", "1"],

@@ -136,12 +136,23 @@ def validation_report(data: Any) -> Report:
     rows = [r for key, v in s.items() if key.startswith("by_") and isinstance(v, Mapping)
             for r in _slice_rows(v, key[3:].replace("_", " "))]
     skipped = tuple((_text(x.get("reason")), _num(x.get("rows"), ",d")) for x in s.get("skipped") or [])
+    # what the rows were read with and what the comparison says of the measurements (files from before either
+    # was written have neither)
+    assumed_doc = s.get("assumed")
+    assumed = tuple((_text(x.get("note")), _num(x.get("rows"), ",d"))
+                    for x in (assumed_doc.get("notes") or [] if isinstance(assumed_doc, Mapping) else [])
+                    if isinstance(x, Mapping))
+    caveats = tuple((_text(x.get("note")), _num(x.get("rows"), ",d"))
+                    for x in s.get("caveats") or [] if isinstance(x, Mapping))
     pct = {k: _num(100 * (s.get(k) or 0), ".1f") for k in ("coverage", "median_ape", "p90_ape", "band_coverage")}
     headline = (f"{_num(s.get('rows'), ',d')} rows, coverage {pct['coverage']} %: median error {pct['median_ape']} %, "
                 f"p90 {pct['p90_ape']} %, {pct['band_coverage']} % of measurements inside their band")
     return Report(kind="validation", title="Predicted against measured", headline=headline,
                   tables=(Table("Errors by slice (%)", ("slice", "value", "rows", "median |error|", "p90 |error|",
                                                         "median signed", "inside band"), tuple(rows)),
-                          *([Table("Skipped rows", ("reason", "rows"), skipped)] if skipped else [])),
+                          *([Table("Skipped rows", ("reason", "rows"), skipped)] if skipped else []),
+                          *([Table("Read with assumptions the rows do not state", ("assumption", "rows"), assumed)]
+                            if assumed else []),
+                          *([Table("Caveats on the measurements", ("caveat", "rows"), caveats)] if caveats else [])),
                   facts=tuple(_facts(data, ("file", "profile", "calibration", "catalog_versions"))),
                   validation=tuple(ad.validation_points(data["rows"])))
