@@ -98,9 +98,9 @@ def in_step_floor_ms(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | N
     """The least mean TTFT (ms) a closed loop's round could give if its clients all sent at once: every one of
     its (clients per replica) prompts computed at the GPUs' dense peak for the format (the idealized profile's
     compute time, t1), one after another, finishes at t1, 2·t1, … c·t1, a mean of (c + 1) / 2 × t1; batching
-    them only finishes some later. The simulator's closed loops send that way (their clients stay in step
-    when the lengths are uniform), so a run measured below it had clients out of step (varied lengths, a
-    warm-up left out, clients that drift) or prompts served from a cache, which the simulation does not model.
+    them only finishes some later. The simulator's closed loops start that way, and with uniform lengths their
+    rounds stay close to it, so a run measured below it had clients out of step (varied lengths, a warm-up
+    left out, clients that drift) or prompts served from a cache, which the simulation does not model.
     None where the bound does not hold as stated: not a closed loop's mean TTFT, lengths that are a run's means
     (varied prompts, shortest first, average less), pipeline stages (they overlap prompts), attention data
     parallelism (the ranks share the experts' work)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -130,7 +130,7 @@ def _caveats(row: MeasuredRow, profile_path: str | None, overrides_key: tuple) -
 
     try:
         floor = in_step_floor_ms(row, _profiles(profile_path, overrides_key))
-    except VazaoError:  # predicted already, so this does not happen; a caveat is never worth losing the row
+    except VazaoError:  # the row was predicted on this deployment; were the floor to fail, it keeps its prediction
         return ()
     return (OUT_OF_STEP,) if floor is not None and row.value < floor else ()
 
@@ -252,6 +252,13 @@ def format_of(row: MeasuredRow) -> str:
         return row.weights.lower() or "unknown"
 
 
+def _tally(notes: Iterable[str]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for note in notes:
+        counts[note] = counts.get(note, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
 @dataclass(frozen=True)
 class ValidationReport:
     results: tuple[RowResult, ...]
@@ -278,19 +285,11 @@ class ValidationReport:
 
     def assumptions(self) -> list[tuple[str, int]]:
         """Each assumption and how many rows it was taken on, most frequent first."""
-        counts: dict[str, int] = {}
-        for r in self.results:
-            for note in r.row.assumed:
-                counts[note] = counts.get(note, 0) + 1
-        return sorted(counts.items(), key=lambda kv: -kv[1])
+        return _tally(note for r in self.results for note in r.row.assumed)
 
     def caveats(self) -> list[tuple[str, int]]:
         """Each caveat the comparison raised and how many rows it was raised on, most frequent first."""
-        counts: dict[str, int] = {}
-        for r in self.results:
-            for note in r.caveats:
-                counts[note] = counts.get(note, 0) + 1
-        return sorted(counts.items(), key=lambda kv: -kv[1])
+        return _tally(note for r in self.results for note in r.caveats)
 
     def skip_reasons(self) -> list[tuple[str, int]]:
         counts: dict[str, int] = {}
