@@ -62,7 +62,7 @@ def _edge_order(edge: str) -> int:
 
 def main() -> int:
     from vazao.validate.rows import read_rows
-    from vazao.validate.run import _config_key, predict_rows
+    from vazao.validate.run import OUT_OF_STEP, _config_key, predict_rows
 
     t0 = time.perf_counter()
     rows, _ = read_rows(SERVING)
@@ -81,7 +81,7 @@ def main() -> int:
         floor, round_ms = burst(row)
         if math.isnan(floor):  # pipeline stages or attention data parallelism: no such floor
             continue
-        below = row.value < floor
+        below = OUT_OF_STEP in res.caveats  # validate's own reading of the floor
         step = tpot.get(_config_key(row))
         if step is not None:
             share = round_ms / (res.predicted + (row.output_len - 1) * step)
