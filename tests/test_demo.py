@@ -161,7 +161,7 @@ def test_throughput_headers_say_their_batch(demo):
     top = next(i for i, line in enumerate(lines) if line.startswith("model "))
     header = lines[top - 1] + "\n" + lines[top]
     assert header.count("tok/s") == 2 and header.count("@b1") == 2 and header.count("@max b") == 2
-    assert lines[top - 1].split()[-1] == "$/Mtok"
+    assert lines[top - 1].split()[-2:] == ["$/Mtok", "80%"] and lines[top].split()[-1] == "band"
 
 
 def test_the_cheapest_row_comes_first_on_screen(demo):

@@ -7,6 +7,7 @@ report extra is missing (`make test` installs Chromium where it can)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -138,6 +139,13 @@ def test_explorer_cost_is_the_librarys_break_even(fresh):
     doc = breakeven(q, ["h100-sxm"], get_price("gpt-5"), None, None, choice, None).to_json()
     row = doc["rows"][0]
     assert _value(page, "#c-mtok") == row["selfhost"]["usd_per_mtok_blended"]
+    # every amount with its 80% band, the library's edges
+    lo, hi = row["selfhost"]["usd_per_mtok_blended_band"]
+    shown = page.js("document.querySelector('#c-mtok').textContent")
+    edges = re.fullmatch(r"\$[\d.]+ \(\$([\d.]+)–\$([\d.]+)\)", shown)
+    assert edges is not None, shown
+    assert [float(x) for x in edges.groups()] == pytest.approx([float(lo), float(hi)], rel=1e-3)
+    assert "–" in page.js("document.querySelector('#c-mtok-out').textContent")
     assert _value(page, "#c-api-req") == doc["api_usd_per_request"]
     assert float(_value(page, "#c-breakeven")) == pytest.approx(row["breakeven_requests_per_day"])
 

@@ -148,3 +148,28 @@ def test_the_json_is_the_library_result(args, kw):
     dep = make_deployment("llama-3.1-8b", "h100-sxm", None, None)
     lib = run_simulation(dep, load_workload("chat", requests=150, seed=3), SimConfig.from_engine(dep.engine), **kw)
     assert without_timing(d) == without_timing(json_document(lib))
+
+
+def test_a_sweep_shows_each_points_bands():
+    """Every figure shown with its 80% band: a sweep's rows carry the run's bands (SimResult.bands), E2E p95's
+    among them, the same edges the run's JSON holds."""
+    from rich.console import Console
+
+    from vazao.physics.deployment import make_deployment
+    from vazao.report.sim_console import points_table
+    from vazao.sim import simulate
+    from vazao.units import fmt_seconds
+    from vazao.workload import load_workload
+
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
+    r = simulate(dep, load_workload("chat").with_overrides(rate=2.0, requests=120))
+    assert set(r.bands) >= {"output_tokens_per_s", "ttft_p95_s", "tpot_p50_s", "e2e_p95_s"}
+    lo, hi, _ = r.bands["e2e_p95_s"]
+    assert lo < r.summary.e2e_s.p95 < hi
+
+    class Point:  # what points_table reads of a sweep point
+        kind, value, result = "rate", 2.0, r
+
+    c = Console(width=300, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    c.print(points_table({}, [Point()], goodput=False))
+    assert f"{fmt_seconds(r.summary.e2e_s.p95)} ({fmt_seconds(lo)}–{fmt_seconds(hi)})" in c.export_text()

@@ -41,6 +41,10 @@ class EstimateRow:
     # 80% bands (low, high, note) from the engine profile's calibration; None when it has none
     tokens_per_s_band: tuple | None = None
     ttft_band: tuple | None = None
+    # the same prediction's bands on the figures it is inverted or summed into (band_of_step, band_of_e2e)
+    decode_step_band: tuple | None = None
+    tokens_per_s_per_request_band: tuple | None = None
+    e2e_band: tuple | None = None
     # one board's draw and the replica's joules per token of each step (physics/energy.py); None: no rating
     decode_power_w: float | None = None
     decode_j_per_token: float | None = None
@@ -57,7 +61,9 @@ class EstimateRow:
     @classmethod
     def from_json(cls, d: Mapping) -> EstimateRow:
         # the bands are stored as bands.Band: from_document reads a bare `tuple` as a plain tuple
-        bands = {k: Band.from_json(d[k]) for k in ("tokens_per_s_band", "ttft_band") if d.get(k) is not None}
+        bands = {k: Band.from_json(d[k]) for k in ("tokens_per_s_band", "ttft_band", "decode_step_band",
+                                                    "tokens_per_s_per_request_band", "e2e_band")
+                 if d.get(k) is not None}
         return from_document(cls, d, **bands)
 
 
@@ -77,6 +83,7 @@ class Estimate:
     format_reason: str
     offloaded: bool
     max_load_band: tuple | None = None
+    latency_floor_band: tuple | None = None  # the batch-1 decode rate's band, inverted
     # the engine's kernel paths that a newer release may not take (kernel_notes), one sentence each
     kernel_notes: tuple[str, ...] = ()
 
@@ -90,8 +97,8 @@ class Estimate:
     def from_json(cls, d: Mapping) -> Estimate:
         """An estimate from its JSON, or from `vazao estimate --json`'s document (demo.estimate_result:
         the deployment's keys beside it, ignored)."""
-        band = d.get("max_load_band")
-        return from_document(cls, d, **({"max_load_band": Band.from_json(band)} if band is not None else {}))
+        bands = {k: Band.from_json(d[k]) for k in ("max_load_band", "latency_floor_band") if d.get(k) is not None}
+        return from_document(cls, d, **bands)
 
 
 def kernel_notes(dep: Deployment) -> tuple[str, ...]:
@@ -193,6 +200,12 @@ def _search_crossover(compute_bound) -> int | None:
 def latency_floor_s(dep: Deployment) -> float:
     """The fastest a token can come: one sequence, empty cache, whole shard read once."""
     return decode_cost(dep, 1, 1).time_s
+
+
+def _floor_band(dep: Deployment) -> Band | None:
+    """The latency floor's band: its one sequence's rate band (the batch-1 step's regime), inverted."""
+    step = decode_cost(dep, 1, 1)
+    return band_of_step(deployment_band(dep, step.bound, 1.0 / step.time_s), 1)[0]
 
 
 def trtllm_bench_limits(kv_requests: float, input_tokens: int, output_tokens: int, pp: int) -> tuple[int, int]:
@@ -351,6 +364,32 @@ def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Ma
     return steady_point(dep, input_tokens, output_tokens, lo, cached_tokens)
 
 
+def band_of_step(rate_band: Band | None, sequences: float) -> tuple[Band | None, Band | None]:
+    """A decode step's band and one sequence's rate band from the band of the rate `sequences` sequences make
+    (rate = sequences / step): the same prediction, inverted and divided, so the three always agree."""
+    if rate_band is None or rate_band.low <= 0 or sequences <= 0:
+        return None, None
+    return (Band(sequences / rate_band.high, sequences / rate_band.low, rate_band.note),
+            Band(rate_band.low / sequences, rate_band.high / sequences, rate_band.note))
+
+
+def band_of_e2e(ttft: Band | None, step: Band | None, output_tokens: int) -> Band | None:
+    """A request's end-to-end band: its TTFT then output_tokens − 1 steps, each edge summed with the same edge
+    (the errors taken to move together: the wider, cautious reading)."""
+    if ttft is None or step is None:
+        return None
+    notes = "; ".join(dict.fromkeys(n for n in (ttft.note, step.note) if n))
+    return Band(ttft.low + (output_tokens - 1) * step.low, ttft.high + (output_tokens - 1) * step.high, notes)
+
+
+def _row_bands(dep: Deployment, sequences: int, dec: StepCost, pre: StepCost, output_tokens: int) -> dict:
+    rate = deployment_band(dep, dec.bound, sequences / dec.time_s)
+    ttft = deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s, metric="ttft_ms")
+    step, per_request = band_of_step(rate, sequences)
+    return {"tokens_per_s_band": rate, "ttft_band": ttft, "decode_step_band": step,
+            "tokens_per_s_per_request_band": per_request, "e2e_band": band_of_e2e(ttft, step, output_tokens)}
+
+
 def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_tokens: int) -> Estimate:
     """Decode, prefill and TTFT at each batch size for prompts of `input_tokens` and answers of
     `output_tokens`; a batch's prefill runs as one step over all its prompts (static batch). Under attention
@@ -383,9 +422,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
             fits=f.weights_fit and b * ranks <= per_replica_cap,
             decode=dec,
             prefill=pre,
-            tokens_per_s_band=deployment_band(dep, dec.bound, b * ranks / dec.time_s * dep.replicas),
-            ttft_band=deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s,
-                                      metric="ttft_ms"),
+            **_row_bands(dep, b * ranks * dep.replicas, dec, pre, output_tokens),
             decode_power_w=e_dec.power_w if e_dec else None,
             decode_j_per_token=e_dec.joules_per_token if e_dec else None,
             prefill_power_w=e_pre.power_w if e_pre else None,
@@ -409,5 +446,6 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         format_reason=dep.support.reason,
         offloaded=f.offload_bytes_per_gpu > 0,
         max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
+        latency_floor_band=_floor_band(dep),
         kernel_notes=kernel_notes(dep),
     )

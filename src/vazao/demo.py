@@ -143,10 +143,14 @@ class FitRow:
     tokens_per_s_max: float  # output tokens/s at max_batch
     usd_per_gpu_hour: Decimal
     usd_per_mtok: Decimal | None  # output tokens, at max_batch, all GPU time charged to them
+    # its 80% band (low, high): the max-load throughput's band (vazao.bands), inverted; None: uncalibrated profile
+    usd_per_mtok_band: tuple[Decimal, Decimal] | None = None
 
     def to_json(self) -> dict:
+        band = self.usd_per_mtok_band
         return {**self.__dict__, "usd_per_gpu_hour": usd_str(self.usd_per_gpu_hour),
-                "usd_per_mtok": _usd(self.usd_per_mtok)}
+                "usd_per_mtok": _usd(self.usd_per_mtok),
+                "usd_per_mtok_band": None if band is None else [usd_str(band[0]), usd_str(band[1])]}
 
     @classmethod
     def from_json(cls, d: Mapping) -> FitRow:
@@ -286,7 +290,7 @@ def _fit_row(dep: Deployment, input_tokens: int, output_tokens: int) -> FitRow |
     b1 = est.rows[0]
     return FitRow(dep.model.name, dep.accelerator.id, dep.weight_format.name, dep.support.status,
                   est.fit.max_concurrent_sequences, b1.tokens_per_s_total, b1.ttft_s, est.max_batch,
-                  est.max_load_tokens_per_s, rate, cost.usd_per_mtok_output)
+                  est.max_load_tokens_per_s, rate, cost.usd_per_mtok_output, cost.usd_per_mtok_output_band)
 
 
 def _misfit(model: str, fmt: str, missing: list[str], unsupported: list[str], context: int,

@@ -69,6 +69,7 @@ class BreakEven:
     breakeven_tokens_per_day: float | None
     breakeven_share_of_capacity: Decimal | None
     selfhost_saving_at_capacity_per_day: Decimal  # negative: self-hosting costs more even when full
+    capacity_band: tuple[float, float] | None = None  # 80% band of the capacity: the throughput's (None: none)
 
     @property
     def verdict(self) -> str:
@@ -86,6 +87,7 @@ class BreakEven:
             "api_price": self.api_price,
             "api_usd_per_request": usd_str(self.api_usd_per_request),
             "capacity_requests_per_day": self.capacity_requests_per_day,
+            "capacity_band": None if self.capacity_band is None else list(self.capacity_band),
             "breakeven_requests_per_day": self.breakeven_requests_per_day,
             "breakeven_tokens_per_day": self.breakeven_tokens_per_day,
             "breakeven_share_of_capacity": None if self.breakeven_share_of_capacity is None
@@ -108,11 +110,15 @@ def break_even(cost: SelfHostCost, gpu: str, api_price: str, api_usd_per_request
     per_day = cost.usd_per_hour * 24
     be = per_day / api_usd_per_request
     saving = (capacity * api_usd_per_request - per_day).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    tp, cap_band = cost.throughput, None
+    if tp.band is not None and tp.output_tokens_per_s > 0:
+        cap_band = (float(capacity) * tp.band.low / tp.output_tokens_per_s,
+                    float(capacity) * tp.band.high / tp.output_tokens_per_s)
     if capacity > 0 and be <= capacity:
         be_f = float(be)
         return BreakEven(gpu, cost, api_price, api_usd_per_request, float(capacity), be_f,
-                         be_f * tokens_per_request, be / capacity, saving)
-    return BreakEven(gpu, cost, api_price, api_usd_per_request, float(capacity), None, None, None, saving)
+                         be_f * tokens_per_request, be / capacity, saving, cap_band)
+    return BreakEven(gpu, cost, api_price, api_usd_per_request, float(capacity), None, None, None, saving, cap_band)
 
 
 def ranked_break_evens(rows: Iterable[BreakEven]) -> list[BreakEven]:

@@ -30,7 +30,7 @@ from vazao.catalog.ownership import site as catalog_site
 from vazao.catalog.prices import money
 from vazao.cost.energy import EnergySite, energy_cost
 from vazao.cost.money import HOURS_PER_MONTH, MICRO, to_decimal
-from vazao.cost.selfhost import SelfHostCost, Throughput, at_traffic, selfhost_cost
+from vazao.cost.selfhost import SelfHostCost, Throughput, at_traffic, copies_band, selfhost_cost, with_copies_band
 from vazao.errors import VazaoError
 from vazao.resultfiles import from_document
 
@@ -133,11 +133,17 @@ class OwnOption:
     cost: SelfHostCost | None = None
     terms: OwnTerms | None = None
     payback_months: Mapping[str, int | None] | None = None  # owned: against each other option's label
+    # the 80% bands (low, high) of the per-request and per-Mtok figures, from the throughput's band (None: an
+    # API's bill, a measured or uncalibrated throughput)
+    usd_per_request_band: tuple[Decimal, Decimal] | None = None
+    usd_per_mtok_output_band: tuple[Decimal, Decimal] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         for k in ("usd_per_request", "usd_per_mtok_output", "monthly_usd", "upfront_usd", "total_usd"):
             d[k] = None if d[k] is None else str(d[k])
+        for k in ("usd_per_request_band", "usd_per_mtok_output_band"):
+            d[k] = None if d[k] is None else [str(x) for x in d[k]]
         d["cost"] = None if self.cost is None else self.cost.to_json()
         d["terms"] = None if self.terms is None else self.terms.to_json()
         d["payback_months"] = None if self.payback_months is None else dict(self.payback_months)
@@ -157,9 +163,36 @@ def _q(x: Decimal) -> Decimal:
 def owned_option(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_tokens: int,
                  requests_per_s: float | None = None) -> OwnOption:
     """The owned deployment whose throughput `c` holds (costed at any rate: only its throughput and GPU
-    count are read), over `horizon_months`, at `requests_per_s` when given (enough copies carry it)."""
+    count are read), over `horizon_months`, at `requests_per_s` when given (enough copies carry it); its bands
+    are the same option at the two edges of the throughput's band (at a fixed traffic: with the cards each
+    edge needs)."""
+    o = _owned(c, terms, horizon_months, output_tokens, requests_per_s)
+    b = c.throughput.band
+    if b is None or b.low <= 0 or c.throughput.output_tokens_per_s <= 0 or o.usd_per_request is None:
+        return o
+    fast, slow = (_owned(_at_rate(c, edge / c.throughput.output_tokens_per_s), terms, horizon_months, output_tokens,
+                         requests_per_s) for edge in (b.high, b.low))
+    cheap_req, dear_req, cheap_mtok, dear_mtok = (fast.usd_per_request, slow.usd_per_request,
+                                                  fast.usd_per_mtok_output, slow.usd_per_mtok_output)
+    if cheap_req is None or dear_req is None or cheap_mtok is None or dear_mtok is None:
+        return o
+    return replace(o, usd_per_request_band=(cheap_req, dear_req), usd_per_mtok_output_band=(cheap_mtok, dear_mtok))
+
+
+def _at_rate(c: SelfHostCost, factor: float) -> SelfHostCost:
+    """`c` with its throughput × factor (a band edge's), the band dropped."""
+    tp = c.throughput
+    return replace(c, throughput=replace(tp, requests_per_s=tp.requests_per_s * factor,
+                                         input_tokens_per_s=tp.input_tokens_per_s * factor,
+                                         output_tokens_per_s=tp.output_tokens_per_s * factor, band=None))
+
+
+def _owned(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_tokens: int,
+           requests_per_s: float | None = None) -> OwnOption:
+    one, copies = c, 1
     if requests_per_s is not None:
         c = at_traffic(c, requests_per_s)
+        copies = c.gpus // one.gpus
     tp: Throughput = c.throughput
     gpus, util = c.gpus, c.utilisation
     if tp.power_w is None or tp.idle_w is None:
@@ -170,6 +203,8 @@ def owned_option(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_t
     per_gpu_h = _q(terms.fixed_usd_per_gpu_hour() + e.usd_per_hour / gpus)
     owned = selfhost_cost(c.deployment, gpus, per_gpu_h, "owned: capex over the life + electricity + hosting",
                           tp, util, terms.site)
+    if requests_per_s is not None:  # a fixed traffic: the band moves the cards bought, not the tokens served
+        owned = with_copies_band(owned, copies, copies_band(one.throughput, requests_per_s, copies))
     monthly = _q((e.usd_per_hour + hosting_h * gpus) * HOURS_PER_MONTH)
     upfront = _q(terms.purchase_usd * gpus)
     total = _q(upfront * (1 - terms.resale_share) + monthly * horizon_months)
@@ -182,11 +217,14 @@ def owned_option(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_t
 
 def running_option(kind: str, label: str, gpus: int, usd_per_request: Decimal | None, requests_per_month: float,
                    horizon_months: int, output_tokens: int, cost: SelfHostCost | None = None) -> OwnOption:
-    """A rented deployment or an API: a bill per request, nothing up front."""
+    """A rented deployment or an API: a bill per request, nothing up front (a rented one's band: its cost's)."""
     monthly = _q(usd_per_request * to_decimal(requests_per_month)) if usd_per_request is not None else Decimal(0)
     per_mtok = _q(usd_per_request / output_tokens * 1_000_000) if usd_per_request is not None else None
+    req_band = None if cost is None else cost.usd_per_request_band
+    mtok_band = None if req_band is None else (_q(req_band[0] / output_tokens * 1_000_000),
+                                               _q(req_band[1] / output_tokens * 1_000_000))
     return OwnOption(kind, label, gpus, usd_per_request, per_mtok, monthly, Decimal(0), _q(monthly * horizon_months),
-                     requests_per_month, cost)
+                     requests_per_month, cost, usd_per_request_band=req_band, usd_per_mtok_output_band=mtok_band)
 
 
 def payback_month(owned: OwnOption, alt: OwnOption, horizon_months: int) -> int | None:

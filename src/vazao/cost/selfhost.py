@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
-from vazao.analytic import SteadyPoint, max_load_throughput, slo_batch, steady_batch_limit, steady_point
+from vazao.analytic import SteadyPoint, offline_point, slo_batch, steady_batch_limit, steady_point
+from vazao.bands import Band, deployment_band
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.energy import EnergyCost, EnergySite, default_site, energy_cost
 from vazao.cost.money import MICRO
@@ -50,6 +51,9 @@ class Throughput:
     # one board's mean draw while serving at this throughput, and idle (physics/energy.py); None: unknown
     power_w: float | None = None
     idle_w: float | None = None
+    # the 80% band of output_tokens_per_s (vazao.bands: the engine profile's residuals, widened where the profile
+    # extrapolates); None for a measured run or an uncalibrated profile. The other rates move with it.
+    band: Band | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -86,8 +90,10 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
         return Throughput(0.0, 0.0, 0.0, "analytic", f"does not fit: {fit(dep, input_tokens + output_tokens).reason}",
                           None, 0)
     cached = cached_tokens if dep.engine.prefix_caching else 0
+    regime = "serving"  # a steady point's: the serving rows' residuals, as a simulated run's
     if slo is None and not cached:
-        out_tps, batch = max_load_throughput(dep, input_tokens, output_tokens)
+        off = offline_point(dep, input_tokens, output_tokens)  # estimate.max_load_throughput, with its regime
+        out_tps, batch, regime = off.output_tokens_per_s, off.batch * off.engines, off.bound
         p = steady_point(dep, input_tokens, output_tokens, bmax)
         detail = f"analytic max-load (estimate.max_load_throughput): batch {batch}, no SLO"
     elif slo is None:
@@ -107,7 +113,13 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
                   f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing)")
     rps = out_tps / output_tokens
     return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch,
-                      p.power_w, idle_power_w(dep.accelerator))
+                      p.power_w, idle_power_w(dep.accelerator), _band(dep, regime, out_tps))
+
+
+def _band(dep: Deployment, regime: str, output_tokens_per_s: float) -> Band | None:
+    """The 80% band of a predicted output rate: the one `vazao estimate` (max load) and `vazao simulate` (a
+    serving run's output tok/s) print beside the same figure."""
+    return deployment_band(dep, regime, output_tokens_per_s) if output_tokens_per_s > 0 else None
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,10 @@ class SelfHostCost:
     usd_per_mtok_output_split: Decimal | None
     usd_per_request: Decimal | None
     energy: EnergyCost | None = None  # the electricity (in a rental price already; added when owned)
+    # the 80% bands (low, high) of the two $/Mtok figures, from the throughput's band (None: it has none)
+    usd_per_mtok_output_band: tuple[Decimal, Decimal] | None = None
+    usd_per_mtok_blended_band: tuple[Decimal, Decimal] | None = None
+    usd_per_request_band: tuple[Decimal, Decimal] | None = None
 
     def to_json(self) -> dict:
         def s(x: Decimal | None) -> str | None:
@@ -145,6 +161,9 @@ class SelfHostCost:
             "usd_per_mtok_output_split": s(self.usd_per_mtok_output_split),
             "usd_per_request": s(self.usd_per_request),
             "energy": None if self.energy is None else self.energy.to_json(),
+            "usd_per_mtok_output_band": _band_json(self.usd_per_mtok_output_band),
+            "usd_per_mtok_blended_band": _band_json(self.usd_per_mtok_blended_band),
+            "usd_per_request_band": _band_json(self.usd_per_request_band),
         }
 
     @classmethod
@@ -152,6 +171,10 @@ class SelfHostCost:
         """Amounts from their text (usd_str); the utilisation as share_str wrote it (six decimals)."""
         e = d.get("energy")
         return from_document(cls, d, energy=None if e is None else EnergyCost.from_json(e))
+
+
+def _band_json(b: tuple[Decimal, Decimal] | None) -> list[str] | None:
+    return None if b is None else [usd_str(b[0]), usd_str(b[1])]
 
 
 def _per_mtok(usd_per_hour: Decimal, tokens_per_s: float, util: Decimal) -> Decimal | None:
@@ -195,7 +218,30 @@ def selfhost_cost(label: str, gpus: int, usd_per_gpu_hour: Decimal, rate_source:
         energy = energy_cost(tp.power_w, tp.idle_w, gpus, tp.input_tokens_per_s, tp.output_tokens_per_s, util,
                              site or default_site())
     return SelfHostCost(label, gpus, usd_per_gpu_hour, rate_source, util, tp, usd_h, out, blended,
-                        split_in, split_out, per_req, energy)
+                        split_in, split_out, per_req, energy,
+                        _cost_band(usd_h, tp.output_tokens_per_s, util, tp),
+                        _cost_band(usd_h, tp.output_tokens_per_s + tp.input_tokens_per_s, util, tp),
+                        _scaled_band(per_req, tp))
+
+
+def _scaled_band(v: Decimal | None, tp: Throughput) -> tuple[Decimal, Decimal] | None:
+    """An amount inversely proportional to the throughput (a request's cost), at the band's two edges."""
+    if v is None or tp.band is None or tp.band.low <= 0 or tp.output_tokens_per_s <= 0:
+        return None
+    # each edge to the amount's own places (quantize to v: its exponent)
+    cheap, dear = ((v * to_decimal(tp.output_tokens_per_s / edge)).quantize(v, rounding=ROUND_HALF_UP)
+                   for edge in (tp.band.high, tp.band.low))
+    return cheap, dear
+
+
+def _cost_band(usd_h: Decimal, tokens_per_s: float, util: Decimal, tp: Throughput) -> tuple[Decimal, Decimal] | None:
+    """A $/Mtok figure's 80% band: the same hours over the tokens the throughput band's edges would serve (the
+    cheap edge from the fast one); None without a band or where an edge serves nothing."""
+    if tp.band is None or tp.output_tokens_per_s <= 0 or tokens_per_s <= 0:
+        return None
+    cheap = _per_mtok(usd_h, tokens_per_s * tp.band.high / tp.output_tokens_per_s, util)
+    dear = _per_mtok(usd_h, tokens_per_s * tp.band.low / tp.output_tokens_per_s, util)
+    return None if cheap is None or dear is None else (cheap, dear)
 
 
 # ---- where throughput comes from ---------------------------------------------------------------
@@ -330,7 +376,7 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
     p = _run_point(dep, best)
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
                       p.input_time_share if p else None, best_c, p.power_w if p else None,
-                      idle_power_w(dep.accelerator))
+                      idle_power_w(dep.accelerator), _band(dep, "serving", tp.output_tokens_per_s))
 
 
 JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
@@ -365,7 +411,7 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
     cached = round(mean_in * hit) if dep.engine.prefix_caching else 0
     at = steady_point(dep, mean_in, mean_out, point.batch, cached)
     return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, at.input_time_share, point.batch,
-                      at.power_w, idle_power_w(dep.accelerator))
+                      at.power_w, idle_power_w(dep.accelerator), _band(dep, "serving", rps * mean_out))
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
@@ -379,7 +425,33 @@ def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
     tp = c.throughput
     scaled = replace(tp, requests_per_s=tp.requests_per_s * copies, input_tokens_per_s=tp.input_tokens_per_s * copies,
                      output_tokens_per_s=tp.output_tokens_per_s * copies,
-                     detail=f"{tp.detail}; ×{copies} to carry {requests_per_s:g} req/s" if copies > 1 else tp.detail)
+                     detail=f"{tp.detail}; ×{copies} to carry {requests_per_s:g} req/s" if copies > 1 else tp.detail,
+                     band=None if tp.band is None else tp.band.scaled(copies))
     label = c.deployment if copies == 1 else f"{copies} × {c.deployment}"
-    return selfhost_cost(label, c.gpus * copies, c.usd_per_gpu_hour, c.usd_per_gpu_hour_source, scaled,
-                         max(util, Decimal("0.0001")), c.energy.site if c.energy else None)
+    out = selfhost_cost(label, c.gpus * copies, c.usd_per_gpu_hour, c.usd_per_gpu_hour_source, scaled,
+                        max(util, Decimal("0.0001")), c.energy.site if c.energy else None)
+    return with_copies_band(out, copies, copies_band(tp, requests_per_s, copies))
+
+
+def copies_band(tp: Throughput, requests_per_s: float, copies: int) -> tuple[int, int] | None:
+    """The copies of one deployment (throughput `tp`) a fixed traffic needs at the two edges of its band, the
+    fast edge first; None without a band. At a fixed traffic the tokens served do not move with the band: the
+    GPUs paid for do."""
+    if tp.band is None or tp.output_tokens_per_s <= 0 or tp.requests_per_s <= 0 or tp.band.low <= 0:
+        return None
+    need = [max(1, math.ceil(requests_per_s / (tp.requests_per_s * edge / tp.output_tokens_per_s) - 1e-9))
+            for edge in (tp.band.high, tp.band.low)]
+    return min(need[0], copies), max(need[1], copies)
+
+
+def with_copies_band(c: SelfHostCost, copies: int, edges: tuple[int, int] | None) -> SelfHostCost:
+    """`c`, a fixed traffic served by `copies` copies, with its $/Mtok bands from the copies each edge needs."""
+    def scaled(v: Decimal | None) -> tuple[Decimal, Decimal] | None:
+        if v is None or edges is None:
+            return None
+        lo, hi = ((v * k / copies).quantize(v, rounding=ROUND_HALF_UP) for k in edges)
+        return lo, hi
+
+    return replace(c, usd_per_mtok_output_band=scaled(c.usd_per_mtok_output),
+                   usd_per_mtok_blended_band=scaled(c.usd_per_mtok_blended),
+                   usd_per_request_band=scaled(c.usd_per_request))

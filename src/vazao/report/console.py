@@ -103,19 +103,24 @@ def with_band(text: str, band, fmt) -> str:
 
 
 def estimate_table(est) -> Table:
-    t = Table(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
-              title_justify="left")
-    for col in ("batch", "decode step", "tok/s per request", "tok/s total", "TTFT (batch prefill)",
-                "E2E", "decode bound", "prefill bound", "KV fits", "decode W/GPU", "J/token", "power $/M"):
-        t.add_column(col, justify="right")
+    t = FittedTable(title=f"{est.deployment}: prompt {est.input_tokens:,}, answer {est.output_tokens:,} tokens",
+                    title_justify="left")
+    # narrow terminals leave out the lowest keep first: energy, then the bounds, the per-request rate, E2E
+    for col, keep, short in (("batch", None, None), ("decode step", 10, "step"), ("tok/s per request", 5, "tok/s req"),
+                             ("tok/s total", 11, "tok/s all"), ("TTFT (batch prefill)", 9, "TTFT"), ("E2E", 6, None),
+                             ("decode bound", 4, "decode"), ("prefill bound", 3, "prefill"), ("KV fits", 8, "KV"),
+                             ("decode W/GPU", 2, "W/GPU"), ("J/token", 1, "J/tok"), ("power $/M", 0, "power")):
+        t.add_column(col, justify="right", keep=keep, short=short)
     for r in est.rows:
         watts = "?" if r.decode_power_w is None else f"{r.decode_power_w:.0f}"
         joules = "?" if r.decode_j_per_token is None else f"{r.decode_j_per_token:.3g}"
         usd = r.decode_electricity_usd_per_mtok
         power_usd = "?" if usd is None else f"${usd:.3g}"
-        t.add_row(str(r.batch), fmt_seconds(r.decode_step_s), fmt_rate(r.tokens_per_s_per_request),
+        t.add_row(str(r.batch), with_band(fmt_seconds(r.decode_step_s), r.decode_step_band, fmt_seconds),
+                  with_band(fmt_rate(r.tokens_per_s_per_request), r.tokens_per_s_per_request_band, fmt_rate),
                   with_band(fmt_rate(r.tokens_per_s_total), r.tokens_per_s_band, fmt_rate),
-                  with_band(fmt_seconds(r.ttft_s), r.ttft_band, fmt_seconds), fmt_seconds(r.e2e_s),
+                  with_band(fmt_seconds(r.ttft_s), r.ttft_band, fmt_seconds),
+                  with_band(fmt_seconds(r.e2e_s), r.e2e_band, fmt_seconds),
                   r.bound, r.prefill_bound, "yes" if r.fits else "[red]no[/]", watts, joules, power_usd)
     return t
 
@@ -124,8 +129,8 @@ def estimate_footer(est) -> list[str]:
     cross = f"{est.crossover_batch:,}" if est.crossover_batch else "never (KV reads grow with the batch)"
     cross0 = f"{est.crossover_batch_weights_only:,}" if est.crossover_batch_weights_only else "never"
     lines = [
-        f"latency floor      {fmt_seconds(est.latency_floor_s)} per token "
-        f"({fmt_rate(1 / est.latency_floor_s)} tok/s)",
+        f"latency floor      {with_band(fmt_seconds(est.latency_floor_s), est.latency_floor_band, fmt_seconds)} per "
+        f"token ({fmt_rate(1 / est.latency_floor_s)} tok/s)",
         f"compute-bound from batch {cross} at this context; {cross0} with an empty cache",
         f"max load           {with_band(fmt_rate(est.max_load_tokens_per_s), est.max_load_band, fmt_rate)} "
         f"output tok/s at batch {est.max_batch:,}",

@@ -126,22 +126,48 @@ def malformed_lines(count: int, items: Sequence[tuple[int, str]]) -> list[str]:
 
 
 # ---- self-hosted ------------------------------------------------------------------------------
+def usd_band(d: Decimal | None, band: Sequence[Decimal] | None) -> str:
+    """'$0.1072 ($0.0871–$0.1354)': an amount and its 80% band, when it has one."""
+    return usd(d) if not band or d is None else f"{usd(d)} ({usd(band[0])}–{usd(band[1])})"
+
+
+def _short(x: float) -> str:
+    """'3.9M', '640k', '87': a count to two or three figures, for a band beside its full figure."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.2g}{suffix}" if abs(x) < 10 * scale else f"{x / scale:.0f}{suffix}"
+    return f"{x:.0f}"
+
+
 def selfhost_lines(c) -> list[str]:
     tp = c.throughput
+    b = tp.band
+    out_rate = fmt_rate(tp.output_tokens_per_s, "output tok/s")
+    if b is not None:
+        out_rate += f" ({fmt_rate(b.low)}–{fmt_rate(b.high)})"
+    if b is None:
+        band_note = (["  80% band       none: a measured throughput"] if tp.source == "measured" else
+                     ["  80% band       none: this engine profile is not calibrated (vazao calibrate)"])
+    else:
+        band_note = ["  80% band       (low–high): the engine profile's calibration residuals on the output rate; "
+                     "the $ figures at its edges (at a fixed traffic: with the copies each edge needs)"
+                     + (f"; [yellow]{b.note}[/]" if b.note else "")]
     return [
         f"[bold]{c.deployment}[/]",
         f"  price          {usd(c.usd_per_gpu_hour, 2)}/GPU-h × {c.gpus} = {usd(c.usd_per_hour, 2)}/h "
         f"({c.usd_per_gpu_hour_source})",
-        f"  throughput     {fmt_rate(tp.output_tokens_per_s, 'output tok/s')}, "
+        f"  throughput     {out_rate}, "
         f"{fmt_rate(tp.input_tokens_per_s, 'input tok/s')}, {fmt_rate(tp.requests_per_s, 'req/s')} "
         f"[dim]({tp.source}: {tp.detail})[/]",
         f"  utilisation    {pct(c.utilisation)} of paid hours at that throughput",
-        f"  $/M output     {usd(c.usd_per_mtok_output)}  (all GPU time charged to output tokens)",
-        f"  $/M tokens     {usd(c.usd_per_mtok_blended)}  (input + output, blended)",
+        f"  $/M output     {usd_band(c.usd_per_mtok_output, c.usd_per_mtok_output_band)}  "
+        "(all GPU time charged to output tokens)",
+        f"  $/M tokens     {usd_band(c.usd_per_mtok_blended, c.usd_per_mtok_blended_band)}  (input + output, blended)",
         f"  split by time  {usd(c.usd_per_mtok_input_split)} per M input, {usd(c.usd_per_mtok_output_split)} "
         f"per M output" + (f" (prefill {pct(tp.input_time_share)} of GPU time)"
                            if tp.input_time_share is not None else " (needs the analytic model)"),
-        f"  per request    {usd(c.usd_per_request)}",
+        f"  per request    {usd_band(c.usd_per_request, c.usd_per_request_band)}",
+        *band_note,
         *energy_lines(c.energy),
     ]
 
@@ -177,13 +203,17 @@ def own_table(answer) -> Table:
             back = "; ".join(f"{alt}: " + ("never" if m is None else f"month {m}")
                              for alt, m in o.payback_months.items())
         t.add_row("[bold green]cheapest[/]" if i == 0 else "", o.label, str(o.gpus) if o.gpus else "-",
-                  usd(o.upfront_usd, 0), usd(o.monthly_usd, 2), usd(o.total_usd, 0), usd(o.usd_per_request),
-                  usd(o.usd_per_mtok_output), j, back)
+                  usd(o.upfront_usd, 0), usd(o.monthly_usd, 2), usd(o.total_usd, 0),
+                  usd_band(o.usd_per_request, o.usd_per_request_band),
+                  usd_band(o.usd_per_mtok_output, o.usd_per_mtok_output_band), j, back)
     return t
 
 
 def own_lines(answer) -> list[str]:
     out = []
+    if any(o.usd_per_request_band for o in answer.options):
+        out.append("  (low–high): the 80% band of the predicted throughput, as the cards or GPU-hours its edges need "
+                   "to carry this traffic")
     for o in answer.options:
         if o.terms is not None:
             t = o.terms
@@ -196,7 +226,10 @@ def own_lines(answer) -> list[str]:
 
 
 def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) -> Table:
-    t = Table(title=f"Break-even against {api_price} ({usd(api_per_request)} per request)", title_justify="left")
+    banded = any(r.capacity_band is not None for r in rows)
+    t = Table(title=f"Break-even against {api_price} ({usd(api_per_request)} per request)", title_justify="left",
+              caption="(low–high): the 80% band of the predicted throughput (the engine profile's residuals) and the "
+              "$ figures at its edges" if banded else None, caption_justify="left")
     for col in ("", "deployment", "$/h", "capacity req/day", "$/request", "$/M out", "throughput from",
                 "break-even req/day", "verdict"):
         t.add_column(col, overflow="fold")
@@ -204,8 +237,13 @@ def breakeven_table(rows: Sequence, api_price: str, api_per_request: Decimal) ->
         c = r.selfhost
         be = "-" if r.breakeven_requests_per_day is None else f"{r.breakeven_requests_per_day:,.0f}"
         mark = "[bold green]best[/]" if i == 0 and r.breakeven_requests_per_day is not None else ""
-        t.add_row(mark, c.deployment, usd(c.usd_per_hour, 2), f"{r.capacity_requests_per_day:,.0f}",
-                  usd(c.usd_per_request), usd(c.usd_per_mtok_output), c.throughput.source, be, r.verdict)
+        cap = f"{r.capacity_requests_per_day:,.0f}"
+        if r.capacity_band is not None:
+            cap += f" ({_short(r.capacity_band[0])}–{_short(r.capacity_band[1])})"
+        t.add_row(mark, c.deployment, usd(c.usd_per_hour, 2), cap,
+                  usd_band(c.usd_per_request, c.usd_per_request_band),
+                  usd_band(c.usd_per_mtok_output, c.usd_per_mtok_output_band),
+                  c.throughput.source, be, r.verdict)
     return t
 
 

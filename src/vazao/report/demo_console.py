@@ -72,12 +72,22 @@ def headline_text(h: Headlines) -> Text:
 def _row_cells(r: FitRow) -> tuple[str, ...]:
     fmt = r.format + (EMULATED if r.status == "emulated" else "")
     return (r.model, r.gpu, fmt, f"{r.max_seqs:,}", _rate(r.tokens_per_s_b1), f"{r.ttft_s_b1 * 1e3:,.0f}",
-            f"{r.max_batch:,}", _rate(r.tokens_per_s_max), f"${r.usd_per_gpu_hour:.2f}", _per_mtok(r.usd_per_mtok))
+            f"{r.max_batch:,}", _rate(r.tokens_per_s_max), f"${r.usd_per_gpu_hour:.2f}", _per_mtok(r.usd_per_mtok),
+            _band(r.usd_per_mtok_band))
+
+
+def _band(b: tuple[Decimal, Decimal] | None) -> str:
+    """'.063–.1': a $/Mtok band's edges in dollars, to two figures and without a leading zero (100 columns)."""
+    def edge(d: Decimal) -> str:
+        text = f"{float(d):.2g}"
+        return text[1:] if text.startswith("0.") else text
+
+    return "–" if b is None else f"{edge(b[0])}–{edge(b[1])}"
 
 
 COLUMNS = (("model", "left"), ("gpu", "left"), ("format", "left"), ("max\nseqs", "right"),
            ("tok/s\n@b1", "right"), ("TTFT\nms @b1", "right"), ("max b", "right"), ("tok/s\n@max b", "right"),
-           ("$/GPU\nhour", "right"), ("$/Mtok\n@max b", "right"))
+           ("$/GPU\nhour", "right"), ("$/Mtok\n@max b", "right"), ("80%\nband", "right"))
 
 
 def rows_table(demo: Demo) -> Table:
@@ -110,7 +120,9 @@ def demo_screen(demo: Demo) -> Group:
                       f"{demo.output_tokens:,}-token answers)", style="bold"))
     parts.append(rows_table(demo) if demo.rows else Text("  nothing, at these lengths"))
     notes = [f"{EMULATED} emulated: memory gain only, the math runs in 16 bits. max b: max load's batch, at most "
-             "max seqs.", "$/Mtok: catalog $/GPU-h over output tok/s @max b (no latency limit)."]
+             "max seqs.", "$/Mtok: catalog $/GPU-h over output tok/s @max b (no latency limit).",
+             "80% band: $/Mtok at the edges of that throughput's band (the engine profile's residuals, widened",
+             "where the profile was not fitted on the GPU generation, format or model family)."]
     parts += [Text(n, style="dim") for n in notes]
     if demo.misfits:
         parts += [Text(""), Text("Too big for one GPU (fewest GPUs of each kind, same format)", style="bold")]

@@ -59,7 +59,8 @@ def result_lines(r, slo) -> list[str]:
                      f"{e.idle_w_per_gpu:.0f} idle; busy {e.busy_share:.0%} of the time){j}")
     if r.bands:
         shown = {"output_tokens_per_s": ("output tok/s", fmt_rate), "ttft_p95_s": ("TTFT p95", fmt_seconds),
-                 "itl_p95_s": ("ITL p95", fmt_seconds), "tpot_p50_s": ("TPOT p50", fmt_seconds)}
+                 "itl_p95_s": ("ITL p95", fmt_seconds), "tpot_p50_s": ("TPOT p50", fmt_seconds),
+                 "e2e_p95_s": ("E2E p95", fmt_seconds)}
         parts = [f"{shown[k][0]} {shown[k][1](b[0])}–{shown[k][1](b[1])}" for k, b in r.bands.items()]
         notes = sorted({b[2] for b in r.bands.values() if b[2]})
         lines.append("80% band           " + " · ".join(parts) + (f" ([yellow]{'; '.join(notes)}[/])" if notes else ""))
@@ -76,6 +77,13 @@ _POINT_COLS = (("req/s", None, 9), ("out tok/s", "tok/s", 9), ("TTFT p50", "TTFT
                ("E2E p95", "E2E95", 6), ("mean batch", "batch", 2))
 
 
+def _banded(r, key: str, value: float | None, fmt) -> str:
+    """A run's figure with its 80% band (SimResult.bands) when the run has one."""
+    band = (r.bands or {}).get(key)
+    text = fmt(value)
+    return text if band is None or value is None else f"{text} ({fmt(band[0])}–{fmt(band[1])})"
+
+
 def _columns(t: FittedTable, cols, goodput: bool) -> None:
     for header, short, keep in cols:
         t.add_column(header, short=short, keep=keep, justify="right")
@@ -89,9 +97,12 @@ def variants_table(head: dict, variants, goodput: bool) -> Table:
     _columns(t, _VARIANT_COLS, goodput)
     for v in variants:
         s, r = v.result.summary, v.result
-        row = [v.name, fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
-               f"{v.throughput_ratio:.2f}×", fmt_seconds(s.ttft_s.p50), fmt_seconds(s.ttft_s.p95),
-               fmt_seconds(s.tpot_s.p50), fmt_seconds(s.tpot_s.p95), fmt_seconds(s.e2e_s.p95),
+        row = [v.name, fmt_rate(s.request_throughput_per_s),
+               _banded(r, "output_tokens_per_s", s.output_tokens_per_s, fmt_rate),
+               f"{v.throughput_ratio:.2f}×", fmt_seconds(s.ttft_s.p50),
+               _banded(r, "ttft_p95_s", s.ttft_s.p95, fmt_seconds),
+               _banded(r, "tpot_p50_s", s.tpot_s.p50, fmt_seconds), fmt_seconds(s.tpot_s.p95),
+               _banded(r, "e2e_p95_s", s.e2e_s.p95, fmt_seconds),
                f"{r.mean_batch:,.1f}", f"{r.preemptions:,}"]
         if goodput:
             row.append(fmt_rate(s.goodput_requests_per_s))
@@ -106,9 +117,11 @@ def points_table(head: dict, points, goodput: bool) -> Table:
     _columns(t, _POINT_COLS, goodput)
     for p in points:
         s, r = p.result.summary, p.result
-        row = [f"{p.value:g}", fmt_rate(s.request_throughput_per_s), fmt_rate(s.output_tokens_per_s),
-               fmt_seconds(s.ttft_s.p50), fmt_seconds(s.ttft_s.p95), fmt_seconds(s.tpot_s.p50),
-               fmt_seconds(s.tpot_s.p95), fmt_seconds(s.e2e_s.p50), fmt_seconds(s.e2e_s.p95),
+        row = [f"{p.value:g}", fmt_rate(s.request_throughput_per_s),
+               _banded(r, "output_tokens_per_s", s.output_tokens_per_s, fmt_rate),
+               fmt_seconds(s.ttft_s.p50), _banded(r, "ttft_p95_s", s.ttft_s.p95, fmt_seconds),
+               _banded(r, "tpot_p50_s", s.tpot_s.p50, fmt_seconds),
+               fmt_seconds(s.tpot_s.p95), fmt_seconds(s.e2e_s.p50), _banded(r, "e2e_p95_s", s.e2e_s.p95, fmt_seconds),
                f"{r.mean_batch:,.1f}"]
         if goodput:
             row.append(fmt_rate(s.goodput_requests_per_s))

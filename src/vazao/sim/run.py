@@ -302,7 +302,7 @@ def _simulate(dep: Deployment, workload: Workload, config: SimConfig | None, slo
     regime = "queueing" if workload.arrival.kind == "burst" else "serving"
     figures = {"output_tokens_per_s": (summary.output_tokens_per_s, ""),
                "ttft_p95_s": (summary.ttft_s.p95, "ttft_ms"), "itl_p95_s": (summary.itl_s.p95, "itl_ms"),
-               "tpot_p50_s": (summary.tpot_s.p50, "tpot_ms")}
+               "tpot_p50_s": (summary.tpot_s.p50, "tpot_ms"), "e2e_p95_s": (summary.e2e_s.p95, "e2e_latency_ms")}
     found = {k: deployment_band(dep, regime, v, metric=m) for k, (v, m) in figures.items() if v}
     bands = {k: v for k, v in found.items() if v} or None
     prompt_tokens = sum(p for i, p in enumerate(stats.r_prompt) if i not in stats.r_error)
