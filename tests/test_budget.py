@@ -165,6 +165,34 @@ def test_analytic_latency_is_the_steady_point_of_the_mean_call():
     assert deployment_latency(dep, 4)[1].startswith("simulated: ")
 
 
+def test_a_predicted_latency_is_held_at_its_bands_pessimistic_edge():
+    """As plan and cost selfhost hold an SLO (cost.capacity.Check): a TTFT limit between the prediction and its
+    band's high edge passes when the prediction is judged, and fails when the edge is, the default."""
+    from vazao.bands import deployment_band
+    from vazao.budget import latency_band
+
+    dep = make_deployment("llama-3.1-8b", "h100-sxm")
+    latency, label = deployment_latency(dep, concurrency=1, analytic=True)
+
+    def budget_at(limit_s: float):
+        return parse_budget(f"price: claude-sonnet-5.5\ntasks:\n  - name: t\n    ttft_p95: {limit_s * 1e3:.3f}ms\n"
+                            "    tokens: {new_input: 17800, cached_input: 42000, output: 2000}\n    calls: 8\n")
+
+    ttft = latency(budget_at(1.0).tasks[0]).ttft_s.p95
+    edge = deployment_band(dep, "serving", ttft, metric="ttft_ms")
+    assert edge is not None and edge.high > ttft
+    budget = budget_at((ttft + edge.high) / 2)
+    by_edge = check_budget(budget, simulate=latency, simulate_label=label, band=latency_band(dep))
+    by_value = check_budget(budget, simulate=latency, simulate_label=label, band=latency_band(dep),
+                            judge="prediction")
+    (c_edge,), (c_value,) = ([c for c in r.tasks[0].checks if c.what == "ttft_p95"] for r in (by_edge, by_value))
+    assert c_edge.ok is False and c_value.ok is True
+    assert c_edge.band == pytest.approx((edge.low, edge.high)) and c_edge.judged_by == "band"
+    assert "–" in c_edge.actual  # the band is shown beside the prediction
+    # a measured run is what it is: no band
+    assert check_budget(budget, simulate=latency, simulate_label=label).tasks[0].checks[-1].band is None
+
+
 # ---- the error rate is part of every budget -------------------------------------------------------
 def _failing_run(tmp_path: Path, requests: int, errors: int) -> Path:
     lat = Latency(0.1, 0.1, 0.2, 0.3, 0.4)  # the requests that succeeded were fast

@@ -23,13 +23,17 @@ Budget file:
 The error rate is part of every budget: whenever a run (measured or simulated) is checked, its failed
 requests over its requests must not exceed `max_error_rate` (the task's, else the file's top-level
 one, else 0): a run whose requests failed cannot pass on the latencies of the few that succeeded.
+
+A simulated or analytic latency is shown with its 80% band and held to its limit at the band's pessimistic
+edge, as `vazao plan` and `vazao cost selfhost` hold an SLO (`--judge prediction`: at the predicted value);
+a measured one is what it is.
 """
 
 from vazao.budget.check import BudgetCheck, BudgetResult, TaskResult, check_budget, check_task
-from vazao.budget.latency import analytic_summary, deployment_latency, simulated_summary
+from vazao.budget.latency import analytic_summary, deployment_latency, latency_band, simulated_summary
 from vazao.budget.runs import read_run, summary_from_json
 from vazao.budget.spec import Budget, TaskBudget, load_budget, parse_budget
 
 __all__ = ["Budget", "BudgetResult", "BudgetCheck", "TaskBudget", "TaskResult", "analytic_summary", "check_budget",
-           "check_task", "deployment_latency", "load_budget", "parse_budget", "read_run", "simulated_summary",
-           "summary_from_json"]
+           "check_task", "deployment_latency", "latency_band", "load_budget", "parse_budget", "read_run",
+           "simulated_summary", "summary_from_json"]

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vazao.budget.runs import read_run
 from vazao.budget.spec import Budget, TaskBudget
@@ -15,6 +16,9 @@ from vazao.errors import VazaoError
 from vazao.resultfiles import from_document
 from vazao.results import RunSummary
 from vazao.units import fmt_seconds
+
+if TYPE_CHECKING:
+    from vazao.bands import Band
 
 # budget metric -> RunSummary field
 SUMMARY_FIELD = {"ttft": "ttft_s", "total": "e2e_s", "tpot": "tpot_s", "itl": "itl_s"}
@@ -26,6 +30,10 @@ class BudgetCheck:
     limit: str
     actual: str
     ok: bool | None  # None: not checked (no latency source)
+    # a predicted latency's 80% band (low, high) in seconds, and what was held to the limit: "band" (its
+    # pessimistic edge, as plan and cost selfhost judge an SLO) or "prediction"; None for a measured one
+    band: tuple[float, float] | None = None
+    judged_by: str | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -97,9 +105,15 @@ def _usd(d: Decimal) -> str:
     return f"${usd_str(d)}"
 
 
+# the latency band of a predicted run: (budget metric key, value in s) -> Band, or None
+LatencyBand = Callable[[str, float], "Band | None"]
+
+
 def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
-               strict: bool = False) -> TaskResult:
-    """strict: a latency limit with no run to check it against is a miss, not a skip."""
+               strict: bool = False, band: LatencyBand | None = None, judge: str = "band") -> TaskResult:
+    """strict: a latency limit with no run to check it against is a miss, not a skip. band: a predicted
+    run's latency band (None: measured); `judge` "band" holds its pessimistic edge to the limit, the one
+    judgement plan and cost selfhost make (cost.capacity.Check), "prediction" the value itself."""
     per_call_prompt = -(-task.tokens.prompt_tokens // task.calls)
     charge, _tier = price_request(task.price, task.tokens, task.batch, task.cache_ttl, per_call_prompt)
     cost = charge.total
@@ -119,10 +133,15 @@ def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
             checks.append(BudgetCheck(key, fmt_seconds(limit), "not measured", False if strict else None))
             continue
         value = getattr(summary, SUMMARY_FIELD[metric]).get(pct)
+        b = band(key, value) if band is not None and value else None
         if value is None:
             checks.append(BudgetCheck(key, fmt_seconds(limit), "no data in run", False))
-        else:
+        elif b is None:
             checks.append(BudgetCheck(key, fmt_seconds(limit), fmt_seconds(value), value <= limit))
+        else:
+            held = b.high if judge == "band" else value
+            actual = f"{fmt_seconds(value)} ({fmt_seconds(b.low)}–{fmt_seconds(b.high)})"
+            checks.append(BudgetCheck(key, fmt_seconds(limit), actual, held <= limit, (b.low, b.high), judge))
     return TaskResult(task.name, task.price.id, task.tokens, charge, cost, margin, tuple(checks), source)
 
 
@@ -137,10 +156,11 @@ def _error_check(task: TaskBudget, summary: RunSummary) -> BudgetCheck:
 
 def check_budget(budget: Budget, measured: Mapping[str, Path] | None = None, measured_all: Path | None = None,
                  simulate: Callable[[TaskBudget], RunSummary] | None = None,
-                 simulate_label: str = "simulated", strict: bool = False) -> BudgetResult:
+                 simulate_label: str = "simulated", strict: bool = False, band: LatencyBand | None = None,
+                 judge: str = "band") -> BudgetResult:
     """Price every task and check it against its latency source: the task's own `measured` file, a
     file in `measured` (task name -> run), `measured_all` (a run for every task), the budget's
-    top-level `measured`, else `simulate`."""
+    top-level `measured`, else `simulate` (its latencies with `band`, held to the limits as `judge` says)."""
     measured = dict(measured or {})
     unknown = set(measured) - {t.name for t in budget.tasks}
     if unknown:
@@ -149,14 +169,14 @@ def check_budget(budget: Budget, measured: Mapping[str, Path] | None = None, mea
     cache: dict[Path, RunSummary] = {}
     for task in budget.tasks:
         path = task.measured or measured.get(task.name) or measured_all or budget.measured
-        summary, source = None, None
+        summary, source, predicted = None, None, False
         if path is not None:
             if path not in cache:
                 cache[path] = read_run(path)
             summary, source = cache[path], f"measured {path}"
         elif simulate is not None and task.latency:
-            summary, source = simulate(task), simulate_label
+            summary, source, predicted = simulate(task), simulate_label, True
         elif task.latency and not strict:
             notes.append(f"{task.name}: latency limits not checked (no measured run and no simulator)")
-        results.append(check_task(task, summary, source, strict))
+        results.append(check_task(task, summary, source, strict, band if predicted else None, judge))
     return BudgetResult(tuple(results), tuple(notes))

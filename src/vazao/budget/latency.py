@@ -12,6 +12,7 @@ from vazao.errors import VazaoError
 from vazao.results import Latency, RunSummary
 
 if TYPE_CHECKING:
+    from vazao.bands import Band
     from vazao.physics.deployment import Deployment
 
 
@@ -65,3 +66,18 @@ def deployment_latency(dep: Deployment, concurrency: int = 1, analytic: bool = F
 
     kind = "analytic" if analytic else "simulated"
     return latency, f"{kind}: {dep.label()} at concurrency {concurrency}"
+
+
+# a budget's latency metric as the validator names it (the residuals its band comes from), as cost.capacity's
+_METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "total": "e2e_latency_ms"}
+
+
+def latency_band(dep: Deployment) -> Callable[[str, float], Band | None]:
+    """The 80% band of a latency predicted for `dep` (a budget key such as 'ttft_p95', its value in s): the
+    serving residuals of its engine profile, as plan and cost selfhost band an SLO term (cost.capacity)."""
+    from vazao.bands import deployment_band as band
+
+    def of(key: str, value: float) -> Band | None:
+        return band(dep, "serving", value, metric=_METRIC_OF.get(key.split("_", 1)[0], "tpot_ms"))
+
+    return of

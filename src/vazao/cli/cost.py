@@ -576,12 +576,13 @@ def budget_check_cmd(
     concurrency: int = typer.Option(1, "--concurrency", help="With --simulate: requests in flight."),
     fmt: str = FMT, engine: str = ENGINE, analytic: bool = ANALYTIC,
     strict: bool = typer.Option(False, "--strict", help="A latency limit nothing checks is a miss."),
-    prices_file: Path = PRICES_FILE, json_out: bool = JSON,
+    judge: str = JUDGE, prices_file: Path = PRICES_FILE, json_out: bool = JSON,
 ) -> None:
     """Cost per task, margin and latency against the budget; exit 1 when any task misses."""
-    from vazao.budget import check_budget, deployment_latency, load_budget
+    from vazao.budget import check_budget, deployment_latency, latency_band, load_budget
     from vazao.report import cost_console as R
     from vazao.report.console import print_lines
+    from vazao.results import SLO
 
     budget = load_budget(budget_file, _extra(prices_file))
     per_task, all_tasks = {}, None
@@ -600,7 +601,8 @@ def budget_check_cmd(
             all_tasks = Path(m)
         else:
             raise VazaoError("give one --measured PATH for every task, or TASK=PATH per task")
-    sim_fn, label = None, "simulated"
+    sim_fn, label, band = None, "simulated", None
+    SLO({}, judge)  # the judge checked before any work
     if simulate:
         if not model or not gpu:
             raise VazaoError("--simulate needs --model and --gpu")
@@ -609,13 +611,17 @@ def budget_check_cmd(
 
         dep = make_deployment(model, gpu, fmt, count=count, engine=engine)
         sim_fn, label = deployment_latency(dep, concurrency, analytic)
-    result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict)
+        band = latency_band(dep)
+    result = check_budget(budget, per_task, all_tasks, sim_fn, label, strict, band, judge)
     if json_out:
         emit_json(result.to_json())
     else:
         console.print(R.budget_table(result))
         print_lines(console, [f"[dim]latency: {t.name} ← {t.latency_source}[/]"
                                 for t in result.tasks if t.latency_source])
+        if any(c.band for t in result.tasks for c in t.checks):
+            print_lines(console, ["[dim]predicted latencies: (low–high) their 80% band, "
+                                  + SLO({}, judge).held + "[/]"])
         print_lines(console, [f"[yellow]note:[/] {n}" for n in result.notes])
     if not result.passed:
         raise typer.Exit(1)
