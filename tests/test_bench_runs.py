@@ -56,6 +56,7 @@ def test_simulate_like_needs_the_workload_named():
     col = simulate_like({"run": {"workload": "chat", "requests": 20, "concurrency": 2}}, gpu="h100-sxm",
                         model="llama-3.1-8b")
     assert col.name.startswith("simulated") and col.summary.requests == 20 and col.data["tool"] == "vazao simulate"
+    assert set(col.data["bands"]) >= {"ttft_p95_s", "tpot_p50_s", "output_tokens_per_s"}  # the run's 80% bands
 
 
 def test_compare_gives_ratios_for_a_pair_only():
@@ -75,3 +76,28 @@ def _summary(ttft: float):
     from vazao.results import summarize
 
     return summarize([_rec(i, ttft) for i in range(4)])
+
+
+def test_a_prediction_is_compared_with_its_band():
+    """Measured against predicted: the predicted column carries the run's 80% bands (SimResult.bands), and a
+    measurement is marked inside or outside them."""
+    from rich.console import Console
+
+    from vazao.report.bench_console import compare_table
+
+    measured = _summary(0.1)
+    predicted = _summary(0.2)
+    bands = {"ttft_p95_s": (0.15, 0.3, ""), "output_tokens_per_s": (1.0, 2.0, "")}
+    col = Column("simulated x", predicted, {"tool": "vazao simulate", "bands": bands})
+    c = compare([Column("m", measured), col])
+    rows = {r.label: r for r in c.rows}
+    assert rows["TTFT p95"].bands == (None, (0.15, 0.3))
+    assert rows["TTFT p95"].inside is (0.15 <= measured.ttft_s.p95 <= 0.3)
+    assert rows["TTFT p50"].inside is None  # no band for it
+    assert rows["output tok/s"].bands[1] == (1.0, 2.0)
+    out = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    out.print(compare_table(c))
+    text = out.export_text()
+    assert "(150 ms–300 ms)" in text and ("in band" in text or "outside band" in text) and "80% band" in text
+    # two measured runs: no band, no marker
+    assert all(r.inside is None for r in compare([Column("a", measured), Column("b", predicted)]).rows)

@@ -419,7 +419,8 @@ def compare_cmd(
         emit_json({"kind": "comparison",
                    "runs": [{"name": c.name, "tool": c.data.get("tool", "vazao"), "summary": c.summary,
                              **({"level": c.data["level"], "notes": c.data["notes"]} if c.data.get("foreign")
-                                else {})}
+                                else {}),
+                             **({"bands": c.data["bands"]} if c.data.get("bands") else {})}
                             for c in cols]})
         return
     console.print(compare_table(compare(cols)))

@@ -45,6 +45,16 @@ class ComparisonRow:
     unit: str
     values: tuple[float | int | None, ...]
     ratio: float | None = None
+    # each column's 80% band of this figure (a prediction's: SimResult.bands), None where it has none
+    bands: tuple[tuple[float, float] | None, ...] = ()
+
+    @property
+    def inside(self) -> bool | None:
+        """A measured first column against a predicted second: whether the measurement lies in the band."""
+        if len(self.values) != 2 or len(self.bands) != 2 or self.bands[0] is not None or self.bands[1] is None:
+            return None
+        v = self.values[0]
+        return None if v is None else self.bands[1][0] <= v <= self.bands[1][1]
 
 
 @dataclass(frozen=True)
@@ -68,14 +78,20 @@ def _ratio(values: tuple) -> float | None:
 def compare(columns: list[Column]) -> Comparison:
     """Runs side by side: latency percentiles, throughputs and counts, with ratios for a pair."""
     summaries = [c.summary for c in columns]
+
+    def bands(key: str) -> tuple[tuple[float, float] | None, ...]:
+        found = [(c.data.get("bands") or {}).get(key) for c in columns]
+        return tuple(None if b is None else (float(b[0]), float(b[1])) for b in found)
+
     rows = []
     for label, key in LATENCIES:
         for st in ("p50", "p95", "p99"):
             vals = tuple(getattr(s, key).get(st) for s in summaries)
-            rows.append(ComparisonRow(f"{label} {st}", "s", vals, _ratio(vals)))
+            # a simulated run's bands are keyed as its figures: ttft_p95_s, tpot_p50_s, …
+            rows.append(ComparisonRow(f"{label} {st}", "s", vals, _ratio(vals), bands(f"{key[:-2]}_{st}_s")))
     for label, key in _RATES:
         vals = tuple(getattr(s, key) for s in summaries)
-        rows.append(ComparisonRow(label, "rate", vals, _ratio(vals)))
+        rows.append(ComparisonRow(label, "rate", vals, _ratio(vals), bands(key)))
     for label, key in _COUNTS:
         rows.append(ComparisonRow(label, "count", tuple(getattr(s, key) for s in summaries)))
     return Comparison(tuple(c.name for c in columns), tuple(rows))
@@ -187,4 +203,4 @@ def simulate_like(data: dict, *, gpu: str, model: str, engine: str | None = None
                       **level)
     dep = make_deployment(model, gpu, fmt, count=count, engine=engine)
     result = simulate(dep, w, SimConfig.from_engine(dep.engine), slo)
-    return Column(f"simulated {dep.label()}", result.summary, {"tool": "vazao simulate"})
+    return Column(f"simulated {dep.label()}", result.summary, {"tool": "vazao simulate", "bands": result.bands or {}})

@@ -70,11 +70,23 @@ def compare_table(c: Comparison) -> Table:
     if c.paired:
         t.add_column("ratio", justify="right")
     for row in c.rows:
-        cells = [row.label, *(_cell(row, v) for v in row.values)]
+        cells = [row.label, *(_banded_cell(row, i, v) for i, v in enumerate(row.values))]
         if c.paired:
-            cells.append("" if row.unit == "count" else "-" if row.ratio is None else f"{row.ratio:.2f}×")
+            ratio = "" if row.unit == "count" else "-" if row.ratio is None else f"{row.ratio:.2f}×"
+            if row.inside is not None:  # the measurement against the prediction's 80% band
+                ratio += " in band" if row.inside else " [yellow]outside band[/]"
+            cells.append(ratio)
         t.add_row(*cells)
+    if any(b for row in c.rows for b in row.bands):
+        t.caption = "(low–high): a prediction's 80% band (the engine profile's residuals)"
+        t.caption_justify = "left"
     return t
+
+
+def _banded_cell(row: ComparisonRow, i: int, v: float | int | None) -> str:
+    band = row.bands[i] if i < len(row.bands) else None
+    text = _cell(row, v)
+    return text if band is None or v is None else f"{text} ({_cell(row, band[0])}–{_cell(row, band[1])})"
 
 
 # ---- whole views: a list of tables and lines, in order, for the CLI to print ------------------------
