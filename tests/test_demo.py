@@ -64,6 +64,9 @@ def test_latency_floor_is_the_library_and_seed004(demo):
     # seed 004: "um nó de oito GPUs com 17,5 GB de pesos por placa ... cerca de 5 milissegundos a 3,35 TB/s"
     assert f.ideal_floor_s == pytest.approx(5e-3, rel=0.06)
     assert f.floor_s > f.ideal_floor_s and f.tokens_per_s_b1 < f.ideal_tokens_per_s_b1
+    # the engine's figure carries its 80% band (the physical limit is a limit, not a prediction)
+    band = estimate(real, [1], IN, OUT).rows[0].tokens_per_s_band
+    assert f.tokens_per_s_b1_band == (band.low, band.high) and band.low < f.tokens_per_s_b1 < band.high
 
 
 def test_support_conversation_is_the_library_and_seed004(demo):

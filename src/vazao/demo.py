@@ -50,6 +50,7 @@ class FloorAnswer:
     floor_s: float
     tokens_per_s_b1: float
     engine: str
+    tokens_per_s_b1_band: tuple[float, float] | None = None  # the engine profile's 80% band (low, high)
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,8 @@ def headlines(input_tokens: int, output_tokens: int) -> tuple[Headlines, object]
     b1 = next(r for r in est.rows if r.batch == 1)
     model, gpu, _fmt, count = NODE
     floor = FloorAnswer(ideal.deployment, model, gpu, count, ideal.latency_floor_s, ideal.rows[0].tokens_per_s_total,
-                        est.latency_floor_s, b1.tokens_per_s_total, ENGINE)
+                        est.latency_floor_s, b1.tokens_per_s_total, ENGINE,
+                        None if b1.tokens_per_s_band is None else (b1.tokens_per_s_band.low, b1.tokens_per_s_band.high))
     cross = CrossoverAnswer(ideal.deployment, gpu, count, ideal.crossover_batch_weights_only, est.crossover_batch,
                             ENGINE)
     return Headlines(floor, _cache_answer(), _fp8_answer(input_tokens), cross), est

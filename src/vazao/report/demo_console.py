@@ -49,8 +49,10 @@ def headline_lines(h: Headlines) -> list[tuple[str, str]]:
     f, c, x, q = h.floor, h.cache, h.crossover, h.fp8
     old, new = q.gpus[0], q.gpus[-1]
     saving = int((c.saving_share * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-    floor = (f"{f.model} on {f.count}× {f.gpu}, {_sig(f.ideal_floor_s * 1e3)} ms/token = "
-             f"{_sig(f.ideal_tokens_per_s_b1)} tok/s @b1 (ideal), {_sig(f.tokens_per_s_b1)} under {f.engine}")
+    band = "" if f.tokens_per_s_b1_band is None else \
+        f" ({_sig(f.tokens_per_s_b1_band[0])}–{_sig(f.tokens_per_s_b1_band[1])})"
+    floor = (f"{f.model}, {f.count}× {f.gpu}: {_sig(f.ideal_floor_s * 1e3)} ms/token = "
+             f"{_sig(f.ideal_tokens_per_s_b1)} tok/s @b1 ideal, {_sig(f.tokens_per_s_b1)}{band} on {f.engine}")
     cache = (f"support chat on {c.price}: {_cents(c.uncached_usd)}, {_cents(c.cached_usd)} with "
              f"{c.system_tokens:,} tokens cached (−{saving}%)")
     fmt = (f"{q.model} {_sig(q.weights_bytes_16bit / GB)}→{_sig(q.weights_bytes / GB)} GB; math at "
