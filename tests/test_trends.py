@@ -127,6 +127,23 @@ def test_the_break_even_month_by_month_by_hand():
     assert "from month 2" in p.summary()
 
 
+def test_the_self_hosted_figure_keeps_its_band_month_by_month():
+    """$2/h over 1,200 tokens a request at 1 request/s is $0.462963/Mtok blended ($2 / 4.32M tokens × 10⁶); a
+    throughput band of 160–250 output tok/s (0.8–1.25×) puts it at $0.37037–$0.578704, and GPU $/h held flat
+    (epoch-fixed-capability's factor 1) keeps both edges every month."""
+    from vazao.bands import Band
+    from vazao.cost.breakeven import break_even
+
+    tp = Throughput(1.0, 1000.0, 200.0, "analytic", "", band=Band(160.0, 250.0))
+    r = break_even(selfhost_cost("dep", 1, Decimal("2"), "given", tp), "gpu", "api", Decimal("0.001"), 1200)
+    p = project(r, trend_scenarios()["epoch-fixed-capability"], 3, Decimal("0.001"), 1200)
+    assert p.months[0].selfhost_usd_per_mtok == Decimal("0.462963")
+    assert all(m.selfhost_usd_per_mtok_band == (Decimal("0.37037"), Decimal("0.578704")) for m in p.months)
+    assert row().selfhost.usd_per_mtok_blended_band is None  # no band in, none out
+    assert project(row(), trend_scenarios()["epoch-fixed-capability"], 2, Decimal("0.001"), 1200) \
+        .months[0].selfhost_usd_per_mtok_band is None
+
+
 def test_the_range_moves_the_months():
     """At 9x/year: 9^(m/12) > 1.8 from m = 4 (12·ln 1.8/ln 9 = 3.2) and 9^(−m/12) ≤ 0.6944 from m = 2 (1.99);
     at 900x/year: from m = 2 (1.04) and m = 1 (0.64)."""

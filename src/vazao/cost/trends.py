@@ -240,6 +240,8 @@ class TrendMonth:
     copies: int | None = None
     cumulative_api_usd: Decimal | None = None
     cumulative_selfhost_usd: Decimal | None = None
+    # the 80% band (low, high) of selfhost_usd_per_mtok: the deployment's throughput band (cost.selfhost)
+    selfhost_usd_per_mtok_band: tuple[Decimal, Decimal] | None = None
 
     @property
     def cheaper(self) -> str | None:
@@ -278,6 +280,8 @@ class TrendMonth:
                 "selfhost_usd_per_month": s(self.selfhost_usd_per_month),
                 "copies": self.copies, "cumulative_api_usd": s(self.cumulative_api_usd),
                 "cumulative_selfhost_usd": s(self.cumulative_selfhost_usd),
+                "selfhost_usd_per_mtok_band": None if self.selfhost_usd_per_mtok_band is None
+                else [s(x) for x in self.selfhost_usd_per_mtok_band],
                 "cumulative_selfhost_saving_usd": s(self.cumulative_selfhost_saving_usd), "cheaper": self.cheaper,
                 "cheaper_so_far": self.cheaper_so_far}
 
@@ -414,6 +418,8 @@ def project(row: Any, scenario: TrendScenario, horizon_months: int, api_usd_per_
         be = float(per_hour * 24 / per_request)
         api_mtok = _q(api_usd_per_request * a / tokens * 1_000_000, MICRO)
         own_mtok = None if cost.usd_per_mtok_blended is None else _q(cost.usd_per_mtok_blended * g, MICRO)
+        band = cost.usd_per_mtok_blended_band
+        own_band = None if band is None or own_mtok is None else (_q(band[0] * g, MICRO), _q(band[1] * g, MICRO))
         fields: dict[str, Any] = {}
         if rps is not None:
             copies = max(1, math.ceil(float(to_decimal(rps) * t) / cap_rps - 1e-9))
@@ -423,7 +429,8 @@ def project(row: Any, scenario: TrendScenario, horizon_months: int, api_usd_per_
             fields = {"api_usd_per_month": api_month, "selfhost_usd_per_month": own_month, "copies": copies,
                       "cumulative_api_usd": cum_api, "cumulative_selfhost_usd": cum_own}
         months.append(TrendMonth(m, api_mtok, own_mtok, _q(per_request, Decimal("1E-10")), _q(per_hour, MICRO),
-                                 capacity, be if 0 < be <= capacity else None, **fields))
+                                 capacity, be if 0 < be <= capacity else None, **fields,
+                                 selfhost_usd_per_mtok_band=own_band))
     return TrendProjection(row.gpu, cost.deployment, tuple(months))
 
 

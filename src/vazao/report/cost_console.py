@@ -275,7 +275,8 @@ def trend_table(projection, scenario_id: str) -> Table:
         t.add_column(col, justify="left" if col == "winner" else "right")
     for m in projection.months:
         be = "API at any load" if m.breakeven_requests_per_day is None else f"{m.breakeven_requests_per_day:,.0f}"
-        row = [str(m.month), usd(m.api_usd_per_mtok), usd(m.selfhost_usd_per_mtok), be]
+        row = [str(m.month), usd(m.api_usd_per_mtok),
+               usd_band(m.selfhost_usd_per_mtok, m.selfhost_usd_per_mtok_band), be]
         if traffic:
             row += [usd(m.api_usd_per_month, 2), usd(m.selfhost_usd_per_month, 2),
                     usd(m.cumulative_selfhost_saving_usd, 2), m.cheaper or "-"]
