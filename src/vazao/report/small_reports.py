@@ -33,6 +33,13 @@ def _usd(text: Any) -> str:
     return "–" if text is None else f"${float(text):,.6g}"
 
 
+def _usd_band(text: Any, band: Any) -> str:
+    """An amount and its 80% band ([low, high] as text), when the document has one."""
+    if text is None or not isinstance(band, (list, tuple)) or len(band) != 2 or None in band:
+        return _usd(text)
+    return f"{_usd(text)} ({_usd(band[0])}–{_usd(band[1])})"
+
+
 @reads_document("breakeven trend")
 def breakeven_trend_report(data: Any) -> Report:
     """`vazao cost breakeven --horizon … --trend … --json` → the break-even over time under the named
@@ -44,7 +51,8 @@ def breakeven_trend_report(data: Any) -> Report:
     points, at = ad.breakeven_cost(data)
     tables = []
     for p in trend["projections"]:
-        rows = tuple((str(m["month"]), _usd(m["api_usd_per_mtok"]), _usd(m["selfhost_usd_per_mtok"]),
+        rows = tuple((str(m["month"]), _usd(m["api_usd_per_mtok"]),
+                      _usd_band(m["selfhost_usd_per_mtok"], m.get("selfhost_usd_per_mtok_band")),
                       "API at any load" if m["breakeven_requests_per_day"] is None
                       else f"{float(m['breakeven_requests_per_day']):,.0f}",
                       _usd(m.get("api_usd_per_month")), _usd(m.get("selfhost_usd_per_month")),
