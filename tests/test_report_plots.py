@@ -104,6 +104,12 @@ def test_memory_breakdown_sums_to_the_gpu(results):
 def test_latency_curve_has_both_sources_the_slo_lines_and_log_latency(results, fake_llm):
     run = files.bench_run(results["dir"], fake_llm.url)
     report = comparison_report(json.loads(run.read_text()), load(results, "sim"), run.parent)
+    # the prediction's 80% bands beside its figures, the measurement marked in or outside each
+    table = report.tables[0]
+    assert table.columns[3:] == ("predicted 80% band", "measured in band")
+    banded = {r[0]: r for r in table.rows if r[3] != "–"}
+    assert {"TTFT p95 (ms)", "TPOT p50 (ms)", "E2E p95 (ms)", "output tokens/s"} <= set(banded)
+    assert all("–" in r[3] and r[4] in ("yes", "no") for r in banded.values())
     assert {p.source for p in report.curve} == {"measured", "predicted"}
     assert {s.source for s in report.latencies} == {"measured", "predicted"}
     spec = plots.curve_chart(report.curve, report.slo_s, report.curve_axis).to_dict()

@@ -12,6 +12,7 @@ from vazao.report import adapters as ad
 from vazao.report.model import LatencySample, Report, Table, reads_document
 from vazao.report.summary import summary_rows
 from vazao.resultfiles import json_document
+from vazao.results import LATENCIES
 
 
 def _ms(v: Any) -> str:
@@ -60,10 +61,17 @@ def simulation_report(data: Any) -> Report:
     sim = data.get("sim") or {}
     stats = [(k, _text(sim.get(k))) for k in ("completed", "preemptions", "cache_hit_share", "mean_batch",
                                               "peak_running", "kv_capacity_tokens") if k in sim]
-    facts = _facts(data, _SIM_FACTS) + [("bands", _text(sim.get("bands")))]
+    facts = _facts(data, _SIM_FACTS)
+    # a sweep's summary is its last point's: so are the bands
+    raw = (sim or ((data.get("points") or [{}])[-1].get("sim") or {})).get("bands") or {}
+    bands = _row_bands(data["summary"], raw)
+    notes = sorted({str(b[2]) for b in raw.values() if isinstance(b, list) and len(b) > 2 and b[2]})
+    summary = tuple((name, value, bands.get(name, ("–",))[0]) for name, value in summary_rows(data["summary"]))
     return Report(kind="simulation", title=str(data.get("deployment", "simulation")),
                   headline=f"Simulated: {_headline(data['summary'])}",
-                  tables=(Table("Summary", ("metric", "value"), tuple(summary_rows(data["summary"]))),
+                  tables=(Table("Summary (the 80% band: the engine profile's calibration residuals"
+                                + (f"; {'; '.join(notes)}" if notes else "") + ")",
+                                ("metric", "value", "80% band"), summary),
                           *_sweep_table(data, "Sweep"), Table("Simulator", ("statistic", "value"), tuple(stats))),
                   facts=tuple(facts), curve=tuple(curve), curve_axis=axis, slo_s=ad.slo_seconds(data),
                   latencies=tuple(ad.summary_latencies(data["summary"])))
@@ -105,6 +113,22 @@ def bench_report(data: Any, base: Path | None = None) -> Report:
                   latencies=tuple(run_latencies(data, base)))
 
 
+def _row_bands(measured: Mapping[str, Any], bands: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """summary_rows' row name -> (the prediction's band as text, whether the measurement lies in it), for the
+    figures a simulation bands (its `bands`: ttft_p95_s, tpot_p50_s, …, output_tokens_per_s)."""
+    out: dict[str, tuple[str, str]] = {}
+    wanted = [(f"{label} {st} (ms)", f"{key[:-2]}_{st}_s", (measured.get(key) or {}).get(st), _ms)
+              for label, key in LATENCIES for st in ("p50", "p95", "p99")]
+    wanted.append(("output tokens/s", "output_tokens_per_s", measured.get("output_tokens_per_s"), _num))
+    for name, key, value, fmt in wanted:
+        b = bands.get(key)
+        if not isinstance(b, (list, tuple)) or len(b) < 2 or not all(isinstance(x, (int, float)) for x in b[:2]):
+            continue
+        inside = "–" if not isinstance(value, (int, float)) else "yes" if b[0] <= value <= b[1] else "no"
+        out[name] = (f"{fmt(b[0])}–{fmt(b[1])}", inside)
+    return out
+
+
 @reads_document("comparison")
 def comparison_report(run: Any, sim: Any, base: Path | None = None) -> Report:
     """Measured and predicted side by side: one table, the same axes."""
@@ -112,8 +136,12 @@ def comparison_report(run: Any, sim: Any, base: Path | None = None) -> Report:
     sim = json_document(sim)  # a typed result or its JSON (a file read back)
     measured, predicted = bench_report(run, base), simulation_report(sim)
     m_rows, p_rows = summary_rows(run["summary"]), dict(summary_rows(sim["summary"]))
-    table = Table("Measured and predicted", ("metric", "measured", "predicted"),
-                  tuple((name, value, p_rows.get(name, "–")) for name, value in m_rows))
+    # a sweep's summary is its last point's: so are the bands
+    last = (sim.get("points") or [{}])[-1] if not sim.get("sim") else {}
+    bands = _row_bands(run["summary"], (sim.get("sim") or last.get("sim") or {}).get("bands") or {})
+    table = Table("Measured and predicted (the prediction's 80% band where it has one)",
+                  ("metric", "measured", "predicted", "predicted 80% band", "measured in band"),
+                  tuple((name, value, p_rows.get(name, "–"), *bands.get(name, ("–", "–"))) for name, value in m_rows))
     return Report(kind="comparison", title=f"{measured.title} against {predicted.title}",
                   headline=f"{measured.headline}. {predicted.headline}.",
                   tables=(table, *measured.tables[1:2], *predicted.tables[1:]),
