@@ -336,6 +336,8 @@ def cases(f: dict[str, str], port: int) -> list[Case]:
         numbers("budget", bsim, opt, ("nan", "-1", "0", "1e6", "1e9", "1e400", "1.5", "99999999999999999999999"))
     for p in files_bad + [f["run_bad.json"]]:
         add("budget", ["budget", "check", bud, "--measured", p])
+    for judge in ("", "nan", "Band", "x" * 5000, "prediction,band"):
+        add("budget", [*bsim, "--judge", judge])
     # summarize / compare
     for p in files_bad + [f["records_bad.jsonl"], f["garbage.jsonl"], f["latin1.jsonl"]]:
         add("summarize", ["summarize", p], (0, 2) if p.endswith("jsonl") else (2,))
