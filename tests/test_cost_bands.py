@@ -113,6 +113,12 @@ def test_own_options_carry_bands_an_api_bill_has_none():
     # a rented option's band is its bill's: the cost per request at the copies each edge needs
     rented = options["rented"]
     assert rented["usd_per_request_band"] == rented["cost"]["usd_per_request_band"]
+    # the owned option at each edge: the cards that edge needs (up front) and the horizon's total
+    owned = options["owned"]
+    for k in ("upfront_usd", "monthly_usd", "total_usd"):
+        lo, hi = (Decimal(x) for x in owned[f"{k}_band"])
+        assert lo <= Decimal(owned[k]) <= hi, k
+    assert Decimal(owned["upfront_usd_band"][1]) % Decimal(owned["upfront_usd"]) == 0  # whole cards
 
 
 def _lines(c: SelfHostCost) -> list[str]:

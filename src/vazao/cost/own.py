@@ -137,12 +137,16 @@ class OwnOption:
     # API's bill, a measured or uncalibrated throughput)
     usd_per_request_band: tuple[Decimal, Decimal] | None = None
     usd_per_mtok_output_band: tuple[Decimal, Decimal] | None = None
+    monthly_usd_band: tuple[Decimal, Decimal] | None = None
+    upfront_usd_band: tuple[Decimal, Decimal] | None = None
+    total_usd_band: tuple[Decimal, Decimal] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         for k in ("usd_per_request", "usd_per_mtok_output", "monthly_usd", "upfront_usd", "total_usd"):
             d[k] = None if d[k] is None else str(d[k])
-        for k in ("usd_per_request_band", "usd_per_mtok_output_band"):
+        for k in ("usd_per_request_band", "usd_per_mtok_output_band", "monthly_usd_band", "upfront_usd_band",
+                  "total_usd_band"):
             d[k] = None if d[k] is None else [str(x) for x in d[k]]
         d["cost"] = None if self.cost is None else self.cost.to_json()
         d["terms"] = None if self.terms is None else self.terms.to_json()
@@ -176,7 +180,16 @@ def owned_option(c: SelfHostCost, terms: OwnTerms, horizon_months: int, output_t
                                                   fast.usd_per_mtok_output, slow.usd_per_mtok_output)
     if cheap_req is None or dear_req is None or cheap_mtok is None or dear_mtok is None:
         return o
-    return replace(o, usd_per_request_band=(cheap_req, dear_req), usd_per_mtok_output_band=(cheap_mtok, dear_mtok))
+
+    def span(a: Decimal, b: Decimal) -> tuple[Decimal, Decimal]:
+        # the edges in order: at full load the fast edge serves more, so its electricity (the monthly) is higher
+        return (a, b) if a <= b else (b, a)
+
+    return replace(o, usd_per_request_band=span(cheap_req, dear_req),
+                   usd_per_mtok_output_band=span(cheap_mtok, dear_mtok),
+                   monthly_usd_band=span(fast.monthly_usd, slow.monthly_usd),
+                   upfront_usd_band=span(fast.upfront_usd, slow.upfront_usd),
+                   total_usd_band=span(fast.total_usd, slow.total_usd))
 
 
 def _at_rate(c: SelfHostCost, factor: float) -> SelfHostCost:
@@ -221,10 +234,15 @@ def running_option(kind: str, label: str, gpus: int, usd_per_request: Decimal | 
     monthly = _q(usd_per_request * to_decimal(requests_per_month)) if usd_per_request is not None else Decimal(0)
     per_mtok = _q(usd_per_request / output_tokens * 1_000_000) if usd_per_request is not None else None
     req_band = None if cost is None else cost.usd_per_request_band
-    mtok_band = None if req_band is None else (_q(req_band[0] / output_tokens * 1_000_000),
-                                               _q(req_band[1] / output_tokens * 1_000_000))
+    mtok_band = month_band = total_band = None
+    if req_band is not None:
+        mtok_band = (_q(req_band[0] / output_tokens * 1_000_000), _q(req_band[1] / output_tokens * 1_000_000))
+        per_month = to_decimal(requests_per_month)
+        month_band = (_q(req_band[0] * per_month), _q(req_band[1] * per_month))
+        total_band = (_q(month_band[0] * horizon_months), _q(month_band[1] * horizon_months))
     return OwnOption(kind, label, gpus, usd_per_request, per_mtok, monthly, Decimal(0), _q(monthly * horizon_months),
-                     requests_per_month, cost, usd_per_request_band=req_band, usd_per_mtok_output_band=mtok_band)
+                     requests_per_month, cost, usd_per_request_band=req_band, usd_per_mtok_output_band=mtok_band,
+                     monthly_usd_band=month_band, total_usd_band=total_band)
 
 
 def payback_month(owned: OwnOption, alt: OwnOption, horizon_months: int) -> int | None:

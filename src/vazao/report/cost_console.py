@@ -126,9 +126,11 @@ def malformed_lines(count: int, items: Sequence[tuple[int, str]]) -> list[str]:
 
 
 # ---- self-hosted ------------------------------------------------------------------------------
-def usd_band(d: Decimal | None, band: Sequence[Decimal] | None) -> str:
-    """'$0.1072 ($0.0871–$0.1354)': an amount and its 80% band, when it has one."""
-    return usd(d) if not band or d is None else f"{usd(d)} ({usd(band[0])}–{usd(band[1])})"
+def usd_band(d: Decimal | None, band: Sequence[Decimal] | None, places: int | None = None) -> str:
+    """'$0.1072 ($0.0871–$0.1354)': an amount and its 80% band, when it has one (a band of one value is not)."""
+    if not band or d is None or band[0] == band[1] == d:
+        return usd(d, places)
+    return f"{usd(d, places)} ({usd(band[0], places)}–{usd(band[1], places)})"
 
 
 def _short(x: float) -> str:
@@ -150,7 +152,8 @@ def selfhost_lines(c) -> list[str]:
                      ["  80% band       none: this engine profile is not calibrated (vazao calibrate)"])
     else:
         band_note = ["  80% band       (low–high): the engine profile's calibration residuals on the output rate; "
-                     "the $ figures at its edges (at a fixed traffic: with the copies each edge needs)"
+                     "the $ figures at its edges (at a fixed traffic: with the copies each edge needs; an amount "
+                     "shown alone is the same at both)"
                      + (f"; [yellow]{b.note}[/]" if b.note else "")]
     return [
         f"[bold]{c.deployment}[/]",
@@ -203,7 +206,8 @@ def own_table(answer) -> Table:
             back = "; ".join(f"{alt}: " + ("never" if m is None else f"month {m}")
                              for alt, m in o.payback_months.items())
         t.add_row("[bold green]cheapest[/]" if i == 0 else "", o.label, str(o.gpus) if o.gpus else "-",
-                  usd(o.upfront_usd, 0), usd(o.monthly_usd, 2), usd(o.total_usd, 0),
+                  usd_band(o.upfront_usd, o.upfront_usd_band, 0), usd_band(o.monthly_usd, o.monthly_usd_band, 2),
+                  usd_band(o.total_usd, o.total_usd_band, 0),
                   usd_band(o.usd_per_request, o.usd_per_request_band),
                   usd_band(o.usd_per_mtok_output, o.usd_per_mtok_output_band), j, back)
     return t
@@ -213,7 +217,7 @@ def own_lines(answer) -> list[str]:
     out = []
     if any(o.usd_per_request_band for o in answer.options):
         out.append("  (low–high): the 80% band of the predicted throughput, as the cards or GPU-hours its edges need "
-                   "to carry this traffic")
+                   "to carry this traffic (an amount shown alone is the same at both edges)")
     for o in answer.options:
         if o.terms is not None:
             t = o.terms
