@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,9 +55,23 @@ def _valid_or_vazao(fn, *args) -> Any:
         return None
 
 
+_ROOT: list[Path] = []  # the module's one scratch folder, made and removed by _scratch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _scratch():
+    """One folder for every example of the module, removed after it: hypothesis runs hundreds of examples per
+    test and a function-scoped tmp_path would be shared between them, while a folder per example left in the
+    system's temporary directory piled up there (690 a run)."""
+    with tempfile.TemporaryDirectory(prefix="vazao-fuzz-") as root:
+        _ROOT.append(Path(root))
+        yield
+        _ROOT.pop()
+
+
 def _tmpfile(data: bytes | str, suffix: str) -> Path:
-    # hypothesis runs many examples per test: a fresh folder each time, not pytest's tmp_path
-    folder = Path(tempfile.mkdtemp(prefix="vazao-fuzz-"))
+    # a fresh folder for each example, inside the module's scratch folder
+    folder = Path(tempfile.mkdtemp(dir=_ROOT[-1]))
     p = folder / f"input{suffix}"
     p.write_bytes(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
     return p
