@@ -202,9 +202,9 @@ def latency_floor_s(dep: Deployment) -> float:
     return decode_cost(dep, 1, 1).time_s
 
 
-def _floor_band(dep: Deployment) -> Band | None:
-    """The latency floor's band: its one sequence's rate band (the batch-1 step's regime), inverted."""
-    step = decode_cost(dep, 1, 1)
+def _floor_band(dep: Deployment, step: StepCost) -> Band | None:
+    """The latency floor's band (`step`: latency_floor_s's step): its one sequence's rate band, in the step's
+    regime, inverted."""
     return band_of_step(deployment_band(dep, step.bound, 1.0 / step.time_s), 1)[0]
 
 
@@ -431,6 +431,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         ))
     off = offline_point(dep, input_tokens, output_tokens)
     mlt, max_batch = off.output_tokens_per_s, off.batch * off.engines
+    floor = decode_cost(dep, 1, 1)  # latency_floor_s's step, once for the floor and its band
     return Estimate(
         deployment=dep.label(),
         input_tokens=input_tokens,
@@ -438,7 +439,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         rows=tuple(rows),
         crossover_batch=crossover_batch(dep, mean_ctx),
         crossover_batch_weights_only=crossover_batch(dep, 0),
-        latency_floor_s=latency_floor_s(dep),
+        latency_floor_s=floor.time_s,
         max_batch=max_batch,
         max_load_tokens_per_s=mlt,
         fit=f,
@@ -446,6 +447,6 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         format_reason=dep.support.reason,
         offloaded=f.offload_bytes_per_gpu > 0,
         max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
-        latency_floor_band=_floor_band(dep),
+        latency_floor_band=_floor_band(dep, floor),
         kernel_notes=kernel_notes(dep),
     )

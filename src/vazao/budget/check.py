@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from vazao.budget.runs import read_run
 from vazao.budget.spec import Budget, TaskBudget
 from vazao.catalog.prices import usd_str
+from vazao.cost.capacity import Check
 from vazao.cost.ledger import Charge, TokenLedger, price_request
 from vazao.errors import VazaoError
 from vazao.resultfiles import from_document
@@ -138,10 +139,10 @@ def check_task(task: TaskBudget, summary: RunSummary | None, source: str | None,
             checks.append(BudgetCheck(key, fmt_seconds(limit), "no data in run", False))
         elif b is None:
             checks.append(BudgetCheck(key, fmt_seconds(limit), fmt_seconds(value), value <= limit))
-        else:
-            held = b.high if judge == "band" else value
+        else:  # the one judgement plan and cost selfhost make of a predicted SLO term
+            met = Check(key, value, b.high, limit, judge).met
             actual = f"{fmt_seconds(value)} ({fmt_seconds(b.low)}–{fmt_seconds(b.high)})"
-            checks.append(BudgetCheck(key, fmt_seconds(limit), actual, held <= limit, (b.low, b.high), judge))
+            checks.append(BudgetCheck(key, fmt_seconds(limit), actual, met, (b.low, b.high), judge))
     return TaskResult(task.name, task.price.id, task.tokens, charge, cost, margin, tuple(checks), source)
 
 

@@ -68,16 +68,14 @@ def deployment_latency(dep: Deployment, concurrency: int = 1, analytic: bool = F
     return latency, f"{kind}: {dep.label()} at concurrency {concurrency}"
 
 
-# a budget's latency metric as the validator names it (the residuals its band comes from), as cost.capacity's
-_METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "total": "e2e_latency_ms"}
-
 
 def latency_band(dep: Deployment) -> Callable[[str, float], Band | None]:
-    """The 80% band of a latency predicted for `dep` (a budget key such as 'ttft_p95', its value in s): the
-    serving residuals of its engine profile, as plan and cost selfhost band an SLO term (cost.capacity)."""
-    from vazao.bands import deployment_band as band
+    """The 80% band of a latency predicted for `dep` (a budget key such as 'ttft_p95' or 'total_p95', its value
+    in s): the band plan and cost selfhost give the same SLO term (cost.capacity.term_band)."""
+    from vazao.cost.capacity import term_band
 
     def of(key: str, value: float) -> Band | None:
-        return band(dep, "serving", value, metric=_METRIC_OF.get(key.split("_", 1)[0], "tpot_ms"))
+        metric = key.split("_", 1)[0]
+        return term_band(dep, "e2e" if metric == "total" else metric, value)
 
     return of

@@ -225,20 +225,25 @@ class Check:
 _METRIC_OF = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e": "e2e_latency_ms"}
 
 
-def slo_checks(dep: Deployment, summary: RunSummary, slo: SLO,
-               regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
-    """Each SLO term of a run with its band (the calibrated profile's residuals, widened where the
-    profile never saw the GPU generation, format or family), and the bands by term. A limit is met
-    when the band's pessimistic edge is within it (or, with SLO.judge "prediction", the value): the
-    one judgement plan and cost share."""
+def term_band(dep: Deployment, metric: str, value: float, regime: str = "serving") -> Band | None:
+    """The 80% band of a predicted SLO latency (metric ttft, tpot, itl or e2e; its value in s): the calibrated
+    profile's residuals of that latency, widened where the profile never saw the GPU generation, format or
+    family."""
     from vazao.bands import deployment_band
 
+    return deployment_band(dep, regime, value, metric=_METRIC_OF.get(metric, "tpot_ms"))
+
+
+def slo_checks(dep: Deployment, summary: RunSummary, slo: SLO,
+               regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
+    """Each SLO term of a run with its band (term_band), and the bands by term. A limit is met when the
+    band's pessimistic edge is within it (or, with SLO.judge "prediction", the value): the one judgement
+    plan, cost and budgets share."""
     checks, bands = [], {}
     for key, limit in slo.limits.items():
         metric, pct = key.split("_", 1)
         value = getattr(summary, f"{metric}_s").get(pct)
-        b = deployment_band(dep, regime, value, metric=_METRIC_OF.get(metric, "tpot_ms"))\
-            if value else None
+        b = term_band(dep, metric, value, regime) if value else None
         if b:
             bands[key] = b
         checks.append(Check(key, value, b.high if b else None, limit, slo.judge))

@@ -12,7 +12,6 @@ from vazao.report import adapters as ad
 from vazao.report.model import LatencySample, Report, Table, reads_document
 from vazao.report.summary import summary_rows
 from vazao.resultfiles import json_document
-from vazao.results import LATENCIES
 
 
 def _ms(v: Any) -> str:
@@ -62,10 +61,9 @@ def simulation_report(data: Any) -> Report:
     stats = [(k, _text(sim.get(k))) for k in ("completed", "preemptions", "cache_hit_share", "mean_batch",
                                               "peak_running", "kv_capacity_tokens") if k in sim]
     facts = _facts(data, _SIM_FACTS)
-    # a sweep's summary is its last point's: so are the bands
-    raw = (sim or ((data.get("points") or [{}])[-1].get("sim") or {})).get("bands") or {}
+    raw = _sim_bands(data)
     bands = _row_bands(data["summary"], raw)
-    notes = sorted({str(b[2]) for b in raw.values() if isinstance(b, list) and len(b) > 2 and b[2]})
+    notes = sorted({str(b[2]) for b in raw.values() if len(b) > 2 and b[2]})
     summary = tuple((name, value, bands.get(name, ("–",))[0]) for name, value in summary_rows(data["summary"]))
     return Report(kind="simulation", title=str(data.get("deployment", "simulation")),
                   headline=f"Simulated: {_headline(data['summary'])}",
@@ -113,19 +111,34 @@ def bench_report(data: Any, base: Path | None = None) -> Report:
                   latencies=tuple(run_latencies(data, base)))
 
 
-def _row_bands(measured: Mapping[str, Any], bands: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """summary_rows' row name -> (the prediction's band as text, whether the measurement lies in it), for the
-    figures a simulation bands (its `bands`: ttft_p95_s, tpot_p50_s, …, output_tokens_per_s)."""
+def _sim_bands(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A simulation document's 80% bands (`sim.bands`; a sweep's summary is its last point's, and so are its
+    bands), the entries that hold two numbers."""
+    sim = doc.get("sim") or ((doc.get("points") or [{}])[-1].get("sim") or {})
+    return {k: b for k, b in (sim.get("bands") or {}).items()
+            if isinstance(b, (list, tuple)) and len(b) >= 2 and all(isinstance(x, (int, float)) for x in b[:2])}
+
+
+_ROW_NAME = {"output tok/s": "output tokens/s"}  # runs.compare's row label -> summary_rows' name
+
+
+def _row_bands(predicted: Mapping[str, Any], bands: Mapping[str, Any],
+               measured: Mapping[str, Any] | None = None) -> dict[str, tuple[str, str]]:
+    """summary_rows' row name -> (the prediction's band as text, whether the measurement lies in it): the rows
+    of runs.compare (its keys for the simulation's bands, its in-band test), in summary_rows' units."""
+    from vazao.loadgen.runs import Column, compare
+    from vazao.results import RunSummary
+
+    columns = [] if measured is None else [Column("measured", RunSummary.from_json(measured))]
+    columns.append(Column("predicted", RunSummary.from_json(predicted), {"bands": bands}))
     out: dict[str, tuple[str, str]] = {}
-    wanted = [(f"{label} {st} (ms)", f"{key[:-2]}_{st}_s", (measured.get(key) or {}).get(st), _ms)
-              for label, key in LATENCIES for st in ("p50", "p95", "p99")]
-    wanted.append(("output tokens/s", "output_tokens_per_s", measured.get("output_tokens_per_s"), _num))
-    for name, key, value, fmt in wanted:
-        b = bands.get(key)
-        if not isinstance(b, (list, tuple)) or len(b) < 2 or not all(isinstance(x, (int, float)) for x in b[:2]):
+    for row in compare(columns).rows:
+        band = row.bands[-1] if row.bands else None
+        if band is None:
             continue
-        inside = "–" if not isinstance(value, (int, float)) else "yes" if b[0] <= value <= b[1] else "no"
-        out[name] = (f"{fmt(b[0])}–{fmt(b[1])}", inside)
+        name, fmt = (f"{row.label} (ms)", _ms) if row.unit == "s" else (_ROW_NAME.get(row.label, row.label), _num)
+        inside = "–" if row.inside is None else "yes" if row.inside else "no"
+        out[name] = (f"{fmt(band[0])}–{fmt(band[1])}", inside)
     return out
 
 
@@ -136,9 +149,7 @@ def comparison_report(run: Any, sim: Any, base: Path | None = None) -> Report:
     sim = json_document(sim)  # a typed result or its JSON (a file read back)
     measured, predicted = bench_report(run, base), simulation_report(sim)
     m_rows, p_rows = summary_rows(run["summary"]), dict(summary_rows(sim["summary"]))
-    # a sweep's summary is its last point's: so are the bands
-    last = (sim.get("points") or [{}])[-1] if not sim.get("sim") else {}
-    bands = _row_bands(run["summary"], (sim.get("sim") or last.get("sim") or {}).get("bands") or {})
+    bands = _row_bands(sim["summary"], _sim_bands(sim), run["summary"])
     table = Table("Measured and predicted (the prediction's 80% band where it has one)",
                   ("metric", "measured", "predicted", "predicted 80% band", "measured in band"),
                   tuple((name, value, p_rows.get(name, "–"), *bands.get(name, ("–", "–"))) for name, value in m_rows))
