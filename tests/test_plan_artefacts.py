@@ -11,8 +11,10 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import replace
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -162,15 +164,22 @@ def test_compose_validation_can_fail(plans):
         jsonschema.validate(doc, _compose_schema())
 
 
+ENGINE_PROGRAMS = ("vllm ", "python ", "llama-server ", "trtllm-serve ")
+
+
 def _commands(serve_sh: str) -> list[tuple[str | None, str]]:
-    """(CUDA_VISIBLE_DEVICES or None, command) of each process serve.sh starts."""
+    """(CUDA_VISIBLE_DEVICES or None, command) of each engine process serve.sh starts (not its balancer)."""
     out = []
     for line in serve_sh.splitlines():
-        if not line or line.startswith("#") or line in ("set -eu", "wait") or line.startswith("trap "):
-            continue
         m = re.fullmatch(r"(?:CUDA_VISIBLE_DEVICES=(\S+) )?(.+?)( &)?", line)
-        out.append((m.group(1), m.group(2)))
+        if m and m.group(2).startswith(ENGINE_PROGRAMS):
+            out.append((m.group(1), m.group(2)))
     return out
+
+
+def _balancer_conf(serve_sh: str) -> str:
+    """The nginx.conf serve.sh writes for its replicas (between its heredoc markers)."""
+    return serve_sh.split("<<'NGINX'\n", 1)[1].split("\nNGINX\n", 1)[0] + "\n"
 
 
 @pytest.mark.parametrize(("plan", "engine"), CASES)
@@ -191,6 +200,16 @@ def test_serve_sh_runs_the_one_replica_command(plans, plan, engine):
         sets = [devices.split(",") for devices, _ in procs]
         assert all(len(s) == c.shape.gpus_per_replica for s in sets)
         assert sorted(sum(sets, []), key=int) == [str(i) for i in range(c.count)]
+        # and nginx on the endpoint's port over exactly those ports, as bench.sh expects
+        conf = _balancer_conf(text)
+        assert re.findall(r"server 127\.0\.0\.1:(\d+);", conf) == [str(spec.port + 1 + i) for i in range(c.replicas)]
+        assert f"listen {spec.port};" in conf
+        assert f"127.0.0.1:{spec.port}/v1" in a.text("bench.sh")
+        if shutil.which("nginx"):  # the real parser: nginx -t under the scratch prefix serve.sh gives it
+            with tempfile.TemporaryDirectory() as lb:
+                (Path(lb) / "logs").mkdir()
+                (Path(lb) / "nginx.conf").write_text(conf)
+                subprocess.run(["nginx", "-t", "-p", lb, "-c", "nginx.conf"], check=True, capture_output=True)
     assert all("--data-parallel-size" not in cmd and "--dp-size" not in cmd for _, cmd in procs)
     # the header names the deployment, the traffic, the SLO and the simulated engine profile
     assert c.shape.label() in text
@@ -319,3 +338,76 @@ def test_the_images_run_the_release_whose_flags_were_checked():
 
     for engine in ("vllm", "sglang"):
         assert IMAGES[engine].image.endswith(":" + get_engine_flags(engine).release), engine
+
+
+def test_an_fp8_kv_cache_reaches_trtllm_through_its_options_file(tmp_path):
+    """trtllm-serve has no KV-dtype flag (tensorrt_llm/commands/serve.py @ 4c05a74891e4 builds
+    KvCacheConfig(free_gpu_memory_fraction=...) alone): KvCacheConfig.dtype ("auto" follows the checkpoint's
+    kv_cache_quant_algo, which a 16-bit checkpoint does not set) is reached through --extra_llm_api_options, whose
+    kv_cache_config replaces the one the flags build (tensorrt_llm/llmapi/llm_args.py,
+    update_llm_args_with_extra_dict). A plan sized on an FP8 cache must set it, or the engine holds half the
+    sequences the batch cap counts on."""
+    inp = PlanInputs(workload="chat", traffic=Traffic(rate=4.0), slo=SLO.parse("ttft_p95=1s,tpot_p95=50ms"),
+                     models=("llama-3.1-8b",), gpus=("h100-sxm",), formats=("bf16",), kv_formats=("fp8",),
+                     engines=("trtllm",), requests=80, simulate_top=2, disagg=False)
+    result = run_plan(inp, workers=1)
+    assert result.winner is not None and result.winner.kv_format == "fp8"
+    out = tmp_path / "out"
+    paths = write_artefacts(out, result)
+    assert [p.name for p in paths] == [*FILES, "trtllm-options.yaml"]
+    opts = yaml.safe_load((out / "trtllm-options.yaml").read_text())
+    assert opts == {"kv_cache_config": {"dtype": "fp8", "free_gpu_memory_fraction": 0.9}}
+    serve = (out / "serve.sh").read_text()
+    assert 'cd "$(dirname "$0")"' in serve  # the command names the file relative to the folder it runs in
+    (cmd,) = [c for _, c in _commands(serve)]
+    argv = shlex.split(cmd)
+    assert argv[argv.index("--extra_llm_api_options") + 1] == "trtllm-options.yaml"
+    compose = yaml.safe_load((out / "compose.yaml").read_text())
+    svc = compose["services"]["replica-0"]
+    assert "./trtllm-options.yaml:/vazao/trtllm-options.yaml:ro" in svc["volumes"] and svc["working_dir"] == "/vazao"
+    jsonschema.validate(compose, _compose_schema())
+    docs = list(yaml.safe_load_all((out / "k8s.yaml").read_text()))
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert yaml.safe_load(cm["data"]["trtllm-options.yaml"]) == opts
+    pod = docs[0]["spec"]["template"]["spec"]
+    assert {"name": "config", "configMap": {"name": cm["metadata"]["name"]}} in pod["volumes"]
+    assert pod["containers"][0]["workingDir"] == "/vazao"
+    assert {"name": "config", "mountPath": "/vazao", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    for doc in docs:
+        kubernetes_validate.validate(doc, K8S_VERSIONS[0], strict=True)
+    assert "trtllm-options.yaml" in (out / "README.md").read_text()
+    # a 16-bit cache is the checkpoint's own: no file, no option
+    plain = launch_command("trtllm", replace(_one_replica_spec(result), kv="fp16"))
+    assert not plain.files and "--extra_llm_api_options" not in plain.argv
+
+
+def test_emit_on_another_engine_keeps_its_refusals_and_its_memory(plans):
+    """--emit ENGINE for a deployment planned on another engine: that engine's own refusals still hold (TensorRT-LLM
+    runs no FP8 below compute capability 8.9: catalog/data/formats.yaml, from its support matrix), and its own memory
+    plan caps the batch (llama.cpp allocates every slot's whole context up front, src/llama-kv-cache.cpp)."""
+    from vazao.physics.deployment import make_deployment
+    from vazao.physics.memory import fit
+    from vazao.plan.emit import command_for
+
+    result = plans["one"]  # vLLM, Llama-3.1-8B in bf16 on one H100
+    c = result.winner
+    cmd = command_for(c, result.lengths, "llama.cpp")
+    slots = int(cmd.argv[cmd.argv.index("-np") + 1])
+    per_slot = int(cmd.argv[cmd.argv.index("-c") + 1]) // slots
+    held = fit(make_deployment(c.shape.model, c.shape.gpu, c.shape.fmt, c.kv_format, engine="llama.cpp"), per_slot)
+    assert 1 <= slots <= held.max_concurrent_sequences < c.max_batch
+    assert any("its memory holds" in n for n in cmd.notes)
+
+    a100 = _plan("a100-sxm-80gb", "fp8", 4.0)  # vLLM runs FP8 there weight-only (Marlin)
+    with pytest.raises(VazaoError, match="TensorRT-LLM FP8 needs compute capability 8.9"):
+        command_for(a100.winner, a100.lengths, "trtllm")
+    with pytest.raises(VazaoError, match="TensorRT-LLM FP8 needs compute capability 8.9"):
+        artefacts(a100, "trtllm")
+
+
+def test_several_replicas_get_the_readme_caveat_of_a_port_forward(plans):
+    # kubectl port-forward to a Service forwards to one of its pods (kubectl docs): the whole planned rate would
+    # land on one replica
+    many = artefacts(plans["replicas"]).text("README.md")
+    assert "a port-forward reaches one pod" in many
+    assert "a port-forward reaches one pod" not in artefacts(plans["one"]).text("README.md")

@@ -179,3 +179,30 @@ def test_plan_prunes_what_the_engine_would_refuse():
     refused = [e for e in doc["pruned"]["examples"] if e["reason"] == "refused"]
     assert refused and "tp8" in refused[0]["deployment"] and "128-wide" in refused[0]["detail"]
     assert all(c["tp"] < 8 for c in doc["candidates"])  # no candidate names a command that would not start
+
+
+def test_a_16bit_plan_of_a_model_with_no_listed_checkpoint_serves_its_own_repository():
+    """meta-llama/Meta-Llama-3-8B (the repository the catalog reads Llama 3 8B's config.json from) holds its bf16
+    weights: a bf16 command names it, not a local folder to 'quantize' into that would not exist. A model the
+    catalog lists only quantized (DeepSeek-V3 in FP8) still needs its weights converted first, and says so."""
+    for engine in ("vllm", "sglang", "trtllm"):
+        c = launch_command(engine, LaunchSpec(model="llama-3-8b", fmt="bf16", kv="fp16", max_model_len=8192))
+        assert "meta-llama/Meta-Llama-3-8B" in c.argv and not any(a.startswith("./") for a in c.argv), engine
+        assert not any("quantize" in n for n in c.notes), engine
+    ds = launch_command("vllm", LaunchSpec(model="deepseek-v3", fmt="bf16", kv="fp16", tp=8, max_model_len=8192))
+    assert ds.argv[2] == "./DeepSeek-V3-bf16"
+    assert any("deepseek-ai/DeepSeek-V3 is fp8): convert its weights to bf16" in n for n in ds.notes)
+
+
+def test_a_command_that_reads_a_file_is_one_snippet_with_it():
+    import subprocess
+    import tempfile
+
+    c = launch_command("trtllm", LaunchSpec(model="llama-3.1-8b", fmt="bf16", kv="fp8", max_model_len=8192))
+    ((name, text),) = c.files
+    assert c.script.endswith(c.shell) and c.script != c.shell
+    with tempfile.TemporaryDirectory() as d:  # the snippet's here-document writes the file exactly
+        subprocess.run(["sh", "-c", c.script.rsplit("\n", 1)[0]], cwd=d, check=True)
+        with open(f"{d}/{name}", encoding="utf-8") as fh:
+            assert fh.read() == text
+    assert launch_command("vllm", SPEC).script == launch_command("vllm", SPEC).shell

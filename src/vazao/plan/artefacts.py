@@ -149,36 +149,48 @@ def _container_argv(cmd: EngineCommand, img: EngineImage) -> tuple[list[str], li
     return [exe], [*cmd.argv[1:], *img.host]
 
 
-def _serve_sh(c: Candidate, spec: LaunchSpec, engine: str, header: list[str]) -> str:
+CONFIG_DIR = "/vazao"  # where a container finds the files a command reads (EngineCommand.files), and runs from
+
+
+def _serve_sh(c: Candidate, spec: LaunchSpec, engine: str, header: list[str], files: tuple = ()) -> str:
     per = c.shape.gpus_per_replica
     body = ["set -eu"]
+    if files:  # the command names them relative to the folder it runs in: this script's
+        body.append('cd "$(dirname "$0")"')
     if c.replicas == 1:
         body.append(launch_command(engine, spec).shell)
         ports = f"port {spec.port}"
     else:
-        # One process per GPU set. They take the ports after the endpoint's so that a balancer on spec.port (and
-        # bench.sh) sees one URL; killing the script stops them all.
+        # One process per GPU set. They take the ports after the endpoint's, and nginx on spec.port makes them
+        # the one URL bench.sh (and a client) uses, as compose.yaml does; killing the script stops them all.
         first = spec.port + 1
         ports = f"ports {first}-{first + c.replicas - 1}"
-        body.append("trap 'kill 0' INT TERM")
+        body.append(f'command -v nginx >/dev/null || {{ echo "serve.sh: {c.replicas} replicas need a load balancer on '
+                    f':{spec.port} (nginx, not found): install nginx, or run compose.yaml" >&2; exit 1; }}')
+        body.append("trap 'kill 0' INT TERM EXIT")
         for i in range(c.replicas):
             one = launch_command(engine, replace(spec, port=first + i))
             body.append(f"CUDA_VISIBLE_DEVICES={','.join(_gpu_ids(i, per))} {one.shell} &")
-        body.append("wait")
+        # a whole nginx.conf under a scratch prefix: no root, its pid, logs and temporary files kept there
+        conf = ("pid nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n    access_log off;\n"
+                + _indent(_balancer([f"127.0.0.1:{first + i}" for i in range(c.replicas)], spec.port)) + "}\n")
+        body += ['lb="$(mktemp -d)"', 'mkdir "$lb/logs"', "cat > \"$lb/nginx.conf\" <<'NGINX'", conf + "NGINX",
+                 "nginx -p \"$lb\" -c nginx.conf -g 'daemon off;' &", "wait"]
     lines = [*header, f"{c.replicas} replica(s) on this machine, {per} GPU(s) each, {ports}"]
     if c.replicas > 1:
-        lines.append(f"one endpoint: a load balancer on :{spec.port} over 127.0.0.1 {ports} "
-                     "(compose.yaml does this with nginx)")
+        lines.append(f"one endpoint: nginx on :{spec.port} over 127.0.0.1 {ports} (as compose.yaml's endpoint)")
     return "#!/bin/sh\n" + _comment(lines) + "\n".join(body) + "\n"
 
 
-def _nginx_conf(replicas: int, port: int, header: list[str]) -> str:
-    servers = "".join(f"    server replica-{i}:{port};\n" for i in range(replicas))
-    return (_comment([*header, "one endpoint over the replicas; compose.yaml mounts it as "
-                                "/etc/nginx/conf.d/default.conf"])
-            + "upstream engine {\n"
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" if line else "\n" for line in text.splitlines())
+
+
+def _balancer(servers: list[str], port: int) -> str:
+    """nginx's upstream over `servers` (host:port) and the server block listening on `port` in front of them."""
+    return ("upstream engine {\n"
             + "    least_conn;  # an LLM request lasts seconds: send it to the replica with the fewest in flight\n"
-            + servers
+            + "".join(f"    server {s};\n" for s in servers)
             + "    keepalive 32;\n}\n\n"
             + f"server {{\n    listen {port};\n    location / {{\n"
             + "        proxy_pass http://engine;\n"
@@ -188,6 +200,12 @@ def _nginx_conf(replicas: int, port: int, header: list[str]) -> str:
             + "        proxy_read_timeout 3600s;  # a long answer streams for minutes\n"
             + "        client_max_body_size 64m;  # long prompts\n"
             + "    }\n}\n")
+
+
+def _nginx_conf(replicas: int, port: int, header: list[str]) -> str:
+    return (_comment([*header, "one endpoint over the replicas; compose.yaml mounts it as "
+                                "/etc/nginx/conf.d/default.conf"])
+            + _balancer([f"replica-{i}:{port}" for i in range(replicas)], port))
 
 
 def _compose(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: list[str]) -> str:
@@ -203,8 +221,10 @@ def _compose(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, head
             "environment": [TOKEN_ENV, *(f"{k}={v}" for k, v in img.env)],
             "volumes": [f"model-cache:{img.cache}"],
         }
-        if img.workdir:
-            svc["working_dir"] = img.workdir
+        if cmd.files:
+            svc["volumes"] += [f"./{n}:{CONFIG_DIR}/{n}:ro" for n, _ in cmd.files]
+        if img.workdir or cmd.files:
+            svc["working_dir"] = img.workdir or CONFIG_DIR
         if img.shm and per > 1:
             svc["ipc"] = "host"  # vLLM/SGLang/TRT-LLM docs: tensor-parallel workers share memory through /dev/shm
         svc["deploy"] = {"resources": {"reservations": {"devices": [
@@ -234,9 +254,10 @@ def _cache_gib(model: str) -> int:
 
 
 def gpu_container(cname: str, img: EngineImage, entrypoint: list[str], args: list[str], ports: list[dict],
-                  per: int, name: str) -> tuple[dict, list[dict]]:
+                  per: int, name: str, config_map: str | None = None) -> tuple[dict, list[dict]]:
     """(container, pod volumes) of one engine server: its GPUs, the token from the optional Secret, the
-    image's fixed settings, the model cache and, for tensor-parallel workers, a large /dev/shm."""
+    image's fixed settings, the model cache, the ConfigMap `config_map` holding the files the command reads
+    (mounted where it runs) and, for tensor-parallel workers, a large /dev/shm."""
     container: dict = {
         "name": cname,
         "image": img.image,
@@ -252,9 +273,12 @@ def gpu_container(cname: str, img: EngineImage, entrypoint: list[str], args: lis
         "readinessProbe": {"httpGet": {"path": img.health, "port": "http"}, "initialDelaySeconds": 30,
                            "periodSeconds": 10, "failureThreshold": 3},
     }
-    if img.workdir:
-        container["workingDir"] = img.workdir
+    if img.workdir or config_map:
+        container["workingDir"] = img.workdir or CONFIG_DIR
     volumes: list[dict] = [{"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{name}-model-cache"}}]
+    if config_map:
+        container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
+        volumes.append({"name": "config", "configMap": {"name": config_map}})
     if img.shm and per > 1:
         # The pod's /dev/shm is 64 MiB; tensor-parallel workers need more (vLLM docs, "Using Kubernetes").
         container["volumeMounts"].append({"name": "shm", "mountPath": "/dev/shm"})
@@ -269,8 +293,9 @@ def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: 
     def labels() -> dict:  # a fresh dict each time: safe_dump would write YAML anchors for a shared one
         return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "vazao"}
 
+    config = f"{name}-config" if cmd.files else None
     container, volumes = gpu_container(re.sub(r"[^a-z0-9]+", "-", cmd.engine), img, entrypoint, args,
-                                       [{"name": "http", "containerPort": _port(cmd)}], per, name)
+                                       [{"name": "http", "containerPort": _port(cmd)}], per, name, config)
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "labels": labels()},
@@ -300,8 +325,11 @@ def _k8s(c: Candidate, name: str, cmd: EngineCommand, img: EngineImage, header: 
     lines = [*header, f"image {img.image} ({img.source})",
              f"run: kubectl create secret generic {TOKEN_SECRET} --from-literal=token=\"${TOKEN_ENV}\"; "
              "kubectl apply -f k8s.yaml"]
-    return _comment(lines) + inputs.dump_yaml_all([deployment, service, pvc], sort_keys=False,
-                                                  default_flow_style=False)
+    docs = [deployment, service, pvc]
+    if config:  # the files the command reads, mounted where it runs
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config, "labels": labels()},
+                     "data": dict(cmd.files)})
+    return _comment(lines) + inputs.dump_yaml_all(docs, sort_keys=False, default_flow_style=False)
 
 
 def _bench_sh(result, port: int, header: list[str]) -> str:
@@ -320,13 +348,19 @@ def _readme(a_name: str, c: Candidate, cmd: EngineCommand, img: EngineImage, por
              f"- `k8s.yaml`: Deployment {a_name} ({c.replicas} pod(s) x {per} `nvidia.com/gpu`), Service and "
              f"model-cache PVC (ReadWriteMany); `kubectl create secret generic {TOKEN_SECRET} "
              f"--from-literal=token=\"${TOKEN_ENV}\"`, `kubectl apply -f k8s.yaml`, then "
-             f"`kubectl port-forward service/{a_name} {port}:{port}`.",
+             f"`kubectl port-forward service/{a_name} {port}:{port}`"
+             + (f" (a port-forward reaches one pod: to load all {c.replicas} through the Service, run bench.sh in "
+                f"the cluster against http://{a_name}:{port}/v1, or expose the Service with a LoadBalancer or an "
+                "Ingress)." if c.replicas > 1 else "."),
              f"- `bench.sh`: `vazao bench` at the planned traffic and SLO against http://127.0.0.1:{port}/v1; "
              f"run it once `curl 127.0.0.1:{port}{img.health}` answers."]
-    if img.workdir:
-        model = cmd.argv[cmd.argv.index("-m") + 1] if "-m" in cmd.argv else "the model file"
+    if img.workdir and "-m" in cmd.argv:  # a local GGUF (with -hf the server downloads it into the cache)
+        model = cmd.argv[cmd.argv.index("-m") + 1]
         lines.append(f"- `{model}` is read from the working folder of serve.sh, and from the model-cache volume "
                      f"(mounted at {img.workdir}) in compose and Kubernetes: put it there first.")
+    for fname, _ in cmd.files:
+        lines.append(f"- `{fname}`: read by the command (its options no flag reaches); serve.sh runs beside it, "
+                     f"compose mounts it and k8s.yaml carries it as a ConfigMap, both at {CONFIG_DIR}.")
     return "\n".join(lines) + "\n"
 
 
@@ -358,12 +392,13 @@ def artefacts(result, engine: str | None = None) -> Artefacts:
     name = _name(c)
     port = _port(cmd)
     files = (
-        ("serve.sh", _serve_sh(c, spec, cmd.engine, header)),
+        ("serve.sh", _serve_sh(c, spec, cmd.engine, header, cmd.files)),
         ("compose.yaml", _compose(c, name, cmd, img, header)),
         ("nginx.conf", _nginx_conf(c.replicas, port, header)),
         ("k8s.yaml", _k8s(c, name, cmd, img, header)),
         ("bench.sh", _bench_sh(result, port, header)),
         ("README.md", _readme(name, c, cmd, img, port, header)),
+        *cmd.files,  # read by the command: beside serve.sh, mounted in compose and k8s
     )
     return Artefacts(name, cmd.engine, c.replicas, c.shape.gpus_per_replica, cmd, files)
 

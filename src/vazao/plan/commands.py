@@ -77,15 +77,26 @@ class EngineCommand:
     # (flag, value) the checkpoint sets itself (a pre-quantized checkpoint's config.json names its method):
     # checked against the engine's start-up rules as if given
     implied: tuple[tuple[str, str], ...] = ()
+    # (name, text) of the files the command reads, named relative to the folder it runs in (TensorRT-LLM's
+    # --extra_llm_api_options YAML): written beside it by --emit-dir, printed with it by --emit
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def shell(self) -> str:
         return shlex.join(self.argv)
 
+    @property
+    def script(self) -> str:
+        """The command as one copy-and-paste shell snippet: the files it reads written first (here-documents),
+        then the command itself."""
+        heredocs = [f"cat > {shlex.quote(name)} <<'VAZAO_EOF'\n{text.rstrip(chr(10))}\nVAZAO_EOF"
+                    for name, text in self.files]
+        return "\n".join([*heredocs, self.shell])
+
     def to_json(self) -> dict:
         return {"engine": self.engine, "argv": list(self.argv), "shell": self.shell,
                 "flags": [{"flag": f, "value": v, "why": w} for f, v, w in self.flags], "notes": list(self.notes),
-                "source": self.source}
+                "source": self.source, "files": [{"name": n, "text": t} for n, t in self.files]}
 
 
 @cache
@@ -144,6 +155,11 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
     own_code = any(p.remote_code for p in checkpoints_of(model))
     base = checkpoint_for(model, "bf16", None if engine == "llama.cpp" else engine)
     base_repo = base.repo if base is not None else model_id(model)
+    published = {p.repo: p.fmt for p in checkpoints_of(model)}
+    if fmt in ("bf16", "fp16") and engine != "llama.cpp" and published.get(base_repo, "bf16") in ("bf16", "fp16"):
+        # the repository the catalog reads the architecture from holds the 16-bit weights themselves (it lists
+        # no other format for it): nothing to quantize, and a local folder named for it would not exist
+        return ModelRef(base_repo, False, remote_code=own_code)
     if fmt == "fp8" and engine in ("vllm", "sglang"):
         return ModelRef(base_repo, False, remote_code=own_code)
     if engine == "llama.cpp":
@@ -151,6 +167,10 @@ def checkpoint(model: str, fmt: str, engine: str) -> ModelRef:
         return ModelRef(local, True, None, f"no published {fmt} GGUF of {model} in the catalog: convert {base_repo} "
                                            "with convert_hf_to_gguf.py, then llama-quantize, into " + local)
     local = f"./{base_repo.split('/')[-1]}-{fmt}"
+    if fmt in ("bf16", "fp16"):  # published only quantized (DeepSeek-V3 in FP8, gpt-oss in MXFP4)
+        return ModelRef(local, False, None, f"no published {fmt} checkpoint of {model} in the catalog "
+                                            f"({base_repo} is {published.get(base_repo, 'quantized')}): convert its "
+                                            f"weights to {fmt} into {local}", remote_code=own_code)
     how = QUANTIZERS.get(fmt, "a quantizer for this format")
     return ModelRef(local, True, None, f"no published {fmt} checkpoint of {model} for {engine} in the catalog: "
                                        f"quantize {base_repo} with {how} into {local}", remote_code=own_code)
@@ -184,6 +204,7 @@ class _Args:
         self.flags: list[tuple[str, str, str]] = []
         self.notes: list[str] = []
         self.implied: list[tuple[str, str]] = []
+        self.files: list[tuple[str, str]] = []
 
     def add(self, flag: str, value: object | None, why: str) -> None:
         self.argv.append(flag)
@@ -404,7 +425,8 @@ def _llama_cpp(s: LaunchSpec) -> _Args:
                    f"`vazao bench` measures it and `vazao calibrate` fits a profile to it")
     if s.replicas > 1:
         a.notes.append(f"{s.replicas} replicas: run one llama-server per GPU set (CUDA_VISIBLE_DEVICES) on ports "
-                       f"{s.port}…{s.port + s.replicas - 1}, behind a load balancer")
+                       f"{s.port + 1}…{s.port + s.replicas}, behind a load balancer on {s.port} (--emit-dir writes "
+                       "serve.sh and compose.yaml that do)")
     return a
 
 
@@ -437,13 +459,26 @@ def _trtllm(s: LaunchSpec) -> _Args:
     a.add("--max_seq_len", s.max_model_len, "longest prompt + answer")
     a.add("--kv_cache_free_gpu_memory_fraction", s.gpu_memory_utilization,
           "share of the memory left after the weights for the KV cache")
+    if s.kv == "fp8":
+        # trtllm-serve has no KV dtype flag: KvCacheConfig.dtype ("auto" follows the checkpoint's
+        # kv_cache_quant_algo, which a 16-bit checkpoint does not set) is reached through the LLM API options
+        # file, whose kv_cache_config replaces the one the flags build (llmapi/llm_args.py,
+        # update_llm_args_with_extra_dict: llm_args | the file's), so it repeats the memory share
+        a.add("--extra_llm_api_options", TRTLLM_OPTIONS, "LLM API options no flag reaches: the KV cache in FP8, "
+                                                         "as the plan sized the batch")
+        a.files.append((TRTLLM_OPTIONS, "# the KV cache in FP8 (KvCacheConfig.dtype; \"auto\" would follow the "
+                                        "checkpoint), with the flags' memory share\n"
+                                        "kv_cache_config:\n  dtype: fp8\n"
+                                        f"  free_gpu_memory_fraction: {s.gpu_memory_utilization:g}\n"))
     a.add("--port", s.port, "HTTP port")
     if s.replicas > 1:
         a.notes.append(f"{s.replicas} replicas: one trtllm-serve per GPU set (CUDA_VISIBLE_DEVICES), ports "
-                       f"{s.port}…{s.port + s.replicas - 1}")
+                       f"{s.port + 1}…{s.port + s.replicas}, behind a load balancer on {s.port} (--emit-dir writes "
+                       "serve.sh and compose.yaml that do)")
     return a
 
 
+TRTLLM_OPTIONS = "trtllm-options.yaml"  # the --extra_llm_api_options file, beside the command
 BUILDERS = {"vllm": _vllm, "sglang": _sglang, "llama.cpp": _llama_cpp, "trtllm": _trtllm}
 
 
@@ -455,7 +490,7 @@ def launch_command(engine: str, spec: LaunchSpec) -> EngineCommand:
         raise VazaoError(f"no launch command for engine {engine!r} (known: {', '.join(BUILDERS)})")
     a = BUILDERS[key](spec)
     cmd = EngineCommand(key, a.program, tuple(a.argv), tuple(a.flags), tuple(a.notes), get_engine_flags(key).cite,
-                        tuple(a.implied))
+                        tuple(a.implied), tuple(a.files))
     # no command leaves here that the engine's own parser or start-up checks would refuse (on this GPU)
     check_command(cmd, spec.compute_capability)
     return cmd

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vazao.cost.capacity import sequence_limit
+from vazao.errors import VazaoError
 from vazao.plan.commands import EngineCommand, LaunchSpec, launch_command
 from vazao.plan.evaluate import Candidate
 from vazao.plan.space import Lengths
@@ -36,11 +38,35 @@ def spec_on(c: Candidate, lengths: Lengths, engine: str | None = None) -> tuple[
     spec = spec_for(c, lengths)
     if engine is None or engine_key(engine) == engine_key(c.shape.engine):
         return spec, None
-    ceiling = get_engine(engine).seq_ceiling
-    note = f"planned and simulated with the {c.shape.engine} profile, not {engine_key(engine)}'s"
-    if spec.max_num_seqs > ceiling:
-        note += f"; its batch cap {spec.max_num_seqs} held to the {ceiling} {engine_key(engine)} accepts"
-    return dataclasses.replace(spec, max_num_seqs=min(spec.max_num_seqs, ceiling)), note
+    key = engine_key(engine)
+    other = _elsewhere(c, key)
+    # what that engine holds of the same deployment: its own layout (a llama.cpp slot reserves the whole
+    # context up front), memory reserve and sequence ceiling, as the planner caps its own shapes
+    held = sequence_limit(other, max(1, round(lengths.prompt_mean)), max(1, round(lengths.output_mean)),
+                          spec.max_model_len)
+    if held < 1:
+        raise VazaoError(f"the same deployment on {key}: {other.label()} holds no {spec.max_model_len:,}-token "
+                         f"sequence in {key}'s memory plan; plan on {key} to search what it runs")
+    note = f"planned and simulated with the {c.shape.engine} profile, not {key}'s"
+    if spec.max_num_seqs > held:
+        ceiling = get_engine(key).seq_ceiling
+        why = (f"the {ceiling} {key} accepts" if held == ceiling
+               else f"the {held} sequences of {spec.max_model_len:,} tokens its memory holds")
+        note += f"; its batch cap {spec.max_num_seqs} held to {why}"
+    return dataclasses.replace(spec, max_num_seqs=min(spec.max_num_seqs, held)), note
+
+
+def _elsewhere(c: Candidate, key: str):
+    """`c`'s deployment on engine `key` (same model, format, KV dtype, GPUs and split), or a one-line refusal
+    where that engine does not run it there (the format on that silicon, the KV dtype)."""
+    from vazao.physics.deployment import make_deployment
+
+    s = c.shape
+    try:
+        return make_deployment(s.model, s.gpu, s.fmt, c.kv_format, count=s.gpus_per_replica, tp=s.tp, pp=s.pp,
+                               engine=key)
+    except VazaoError as exc:
+        raise VazaoError(f"the same deployment on {key}: {exc}; plan on {key} to search what it runs") from None
 
 
 def command_for(c: Candidate, lengths: Lengths, engine: str | None = None) -> EngineCommand:
@@ -108,7 +134,6 @@ def disagg_launch(c: Candidate, lengths: Lengths, engine: str | None = None, por
     against its program's flag data (plan/commands.py refuses engines without a complete launch)."""
     import dataclasses
 
-    from vazao.errors import VazaoError
     from vazao.plan.commands import router_command
 
     if not c.disagg:

@@ -141,6 +141,11 @@ def _one_command(console: Console, title: str, cmd) -> None:
         console.print(f"  {flag} {value}".rstrip() + f"  [dim]# {why}[/dim]", highlight=False)
     for note in cmd.notes:
         console.print(f"  [yellow]note[/yellow]: {note}", highlight=False)
+    for name, text in getattr(cmd, "files", ()):
+        console.print(f"  [bold]{name}[/bold] [dim](the command reads it: write it in the folder it runs in; "
+                      "--emit-dir does)[/dim]", highlight=False)
+        for line in text.splitlines():
+            console.print(f"    {line}", highlight=False, markup=False)
 
 
 def render_command(console: Console, launch, bench: str) -> None:

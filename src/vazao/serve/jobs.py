@@ -122,7 +122,7 @@ def _plan_inputs(body: Mapping[str, Any], workload: str) -> Any:
                       engines=names("engines", None), max_gpus=api.integer(body, "max_gpus", 8, maximum=64) or 8,
                       requests=api.integer(body, "requests", 400, maximum=limits.MAX_SIM_REQUESTS) or 400,
                       simulate_top=api.integer(body, "simulate_top", 12, maximum=256) or 12,
-                      seed=api.integer(body, "seed", 0, minimum=0, maximum=limits.SEED_LIMIT - 1) or 0,
+                      seed=api.integer(body, "seed", None, minimum=0, maximum=limits.SEED_LIMIT - 1),
                       slo_is_default=not slo, curves=api.integer(body, "curves", 3, minimum=0, maximum=8) or 0)
 
 
@@ -178,7 +178,7 @@ def run_plan(body: Mapping[str, Any], progress: Callable[[int, int], None]) -> d
         try:
             launch = launch_for(result.winner, result.lengths)
             doc["launch"] = launch.to_json()
-            command = launch.shell
+            command = getattr(launch, "script", launch.shell)  # with the files it reads, written first
         except VazaoError as exc:
             doc["launch_error"] = str(exc)
         bench = planned_bench(result)
