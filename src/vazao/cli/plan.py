@@ -91,7 +91,8 @@ def plan_cmd(
     gpu_price: list[str] = typer.Option([], "--gpu-price", help="$/GPU-hour for an accelerator, e.g. "
                                                                 "rtx-3060=0.08 (repeatable; owned hardware)."),
     profile: Path | None = typer.Option(None, "--profile", help="A calibrated profile file (vazao calibrate -o)."),
-    seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    seed: int | None = typer.Option(None, "--seed", help="Workload seed (default: the workload's own, as cost and "
+                                                        "bench draw it)."),
     support_horizon: str | None = typer.Option(
         None, "--support-horizon", help="Leave out GPUs whose support by the engine has ended or is announced "
         "to end within this span (24mo, 2y; engine_support.yaml); default: try them, with a note."),

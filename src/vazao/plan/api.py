@@ -33,7 +33,7 @@ class ApiComparison:
         return {**self.__dict__, "api_over_selfhost": self.ratio}
 
 
-def api_bill_per_request(workload: str, price: str, *, seed: int = 0, cache_ttl: str | None = None,
+def api_bill_per_request(workload: str, price: str, *, seed: int | None = None, cache_ttl: str | None = None,
                          requests: int = 2000) -> tuple[str, float]:
     """The API's mean bill per request of the workload: cost.policy.api_usd_per_request (the one
     definition) over `requests` planned requests; (price id, dollars)."""

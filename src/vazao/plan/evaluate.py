@@ -87,7 +87,7 @@ class Candidate:
 @dataclass(frozen=True)
 class Pruned:
     shape: Shape
-    reason: str  # a category: refused, support, does not fit, TTFT floor, TPOT floor, GPUs, price, quality
+    reason: str  # a category: refused, support, context, does not fit, TTFT floor, TPOT floor, GPUs, price, quality
     detail: str
 
 
@@ -208,6 +208,11 @@ def screen(shape: Shape, inp: PlanInputs, lengths: Lengths) -> Screen | Pruned:
     # the engine is set to hold the workload's longest request (vLLM refuses to start when its KV cache
     # cannot hold one max_model_len sequence; a llama.cpp slot reserves all of it)
     context = lengths.context(dep.model.max_context)
+    refused = lengths.refused_share(dep.model.max_context)
+    if refused > 0:  # no setting serves them: a command set to the model's context answers them with errors
+        return Pruned(shape, "context", f"{refused:.1%} of the workload's requests (up to {lengths.longest:,} tokens "
+                                        f"with their history and answer) are longer than {dep.model.name}'s "
+                                        f"{dep.model.max_context:,}-token context: every engine refuses them")
     try:
         f = fit(dep, context)
     except VazaoError as exc:
@@ -348,8 +353,12 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
     replicas = r
     result, checks, bands, w = run(r)
     usd_h = _usd_h(s, replicas)
-    meets = all(c.met for c in checks)
-    marginal = not meets and all(c.met_by_value for c in checks)
+    # a request the engine refuses (longer than the context it is set to) is not served within any limit
+    refused = (f"{result.errors:,} of {result.errors + result.completed:,} requests refused: "
+               + next((x.split(": ", 1)[-1] for x in result.warnings if "could not be served" in x), "")
+               if result.errors else "")
+    meets = all(c.met for c in checks) and not result.errors
+    marginal = not meets and not result.errors and all(c.met_by_value for c in checks)
     note = "" if bands else "no band: the engine profile is not calibrated"
     judged = (f"steady state: {w.requests - w.warmup:,} requests judged per replica, first {w.warmup:,} "
               "left out as warm-up")
@@ -360,8 +369,8 @@ def simulate_screen(s: Screen, inp: PlanInputs, lengths: Lengths) -> Candidate |
         usd_per_month=usd_per_month(usd_h) if usd_h is not None else None,
         meets_slo=meets, marginal=marginal, source="simulated",
         checks=checks, bands=bands, summary=result.summary, quality=s.quality, quality_source=s.quality_source,
-        detail="; ".join(x for x in (note, judged, f"peak batch {result.peak_running}, {result.preemptions} "
-                                     "preemptions") if x), context=s.context,
+        detail="; ".join(x for x in (refused, note, judged, f"peak batch {result.peak_running}, "
+                                     f"{result.preemptions} preemptions") if x), context=s.context,
         power_w_per_gpu=result.energy.mean_w_per_gpu if result.energy else None,
         j_per_output_token=result.energy.j_per_output_token if result.energy else None,
         electricity_usd_per_mtok=result.energy.electricity_usd_per_mtok if result.energy else None)

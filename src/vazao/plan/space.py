@@ -7,6 +7,7 @@ even alone are pruned before anything is simulated, each with its reason."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -43,17 +44,35 @@ class Lengths:
     output_mean: float
     context_p99: int
     longest: int = 0  # workload.longest_request: prefix + history + prompt + answer
+    # every drawn request's tokens at its end, ascending (workload.specs.request_tokens): the share a context
+    # leaves out; () where not drawn
+    requests: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
-    def of(cls, workload, samples: int = 4096) -> Lengths:
-        from vazao.workload import longest_request
+    def of(cls, workload) -> Lengths:
+        """The workload's own requests (its plan, drawn with its seed to workload.specs.CONTEXT_SAMPLE of them,
+        as `vazao bench` and the simulator draw them): a prompt with its shared prefix and repeated history."""
+        from vazao.workload.specs import CONTEXT_SAMPLE
 
-        rng = np.random.default_rng(12345)
-        p = workload.prompt.draw(rng, samples)
-        o = workload.output.draw(rng, samples)
-        prefix = sum(x.tokens * x.share for x in workload.prefixes)
-        return cls(float(p.mean() + prefix), float(o.mean()), int(np.percentile(p + o, 99) + prefix),
-                   longest_request(workload))
+        n = max(CONTEXT_SAMPLE, workload.requests or 0)
+        plan = workload.with_overrides(requests=n) if workload.arrival.kind != "trace" else workload
+        specs = list(plan.iter_specs())
+        if not specs:
+            return cls(1.0, 1.0, 1, 1, (1,))
+        p = np.array([r.prompt_tokens for r in specs], dtype=float)
+        o = np.array([r.output_tokens for r in specs], dtype=float)
+        tokens = np.sort((p + o).astype(np.int64))
+        return cls(float(p.mean()), float(o.mean()), int(np.percentile(tokens, 99)), int(tokens[-1]),
+                   tuple(int(t) for t in tokens))
+
+    def refused_share(self, model_max: int) -> float:
+        """The share of the workload's requests longer than the model's own context (`model_max` tokens):
+        what every engine answers with an error (vLLM and SGLang HTTP 400), whatever it is set to."""
+        if self.longest <= model_max:
+            return 0.0
+        if not self.requests:
+            return 1.0
+        return 1.0 - bisect.bisect_right(self.requests, model_max) / len(self.requests)
 
     def context(self, model_max: int) -> int:
         """The per-sequence context a deployment is set to (--max-model-len, a llama.cpp slot): the
@@ -78,7 +97,7 @@ class PlanInputs:
     quality_file: str | None = None  # quality rows (vazao quality -o) over the catalog's
     requests: int = 400  # simulated per candidate
     simulate_top: int = 48  # shapes simulated, cheapest first by the analytic estimate
-    seed: int = 0
+    seed: int | None = None  # the workload's draws; None: its own seed, as `vazao cost` and `vazao bench` draw it
     profile: str | None = None
     slo_is_default: bool = False
     gpu_prices: Mapping[str, float] = field(default_factory=dict)  # $/GPU-hour over the catalog's rental price

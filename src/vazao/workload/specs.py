@@ -144,14 +144,19 @@ CONTEXT_SAMPLE = 20_000  # requests drawn to find a workload's longest (0.02 s; 
 CONTEXT_ROUND = 256  # tokens: llama.cpp's KV block, and a multiple of every paged engine's block
 
 
-def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
-    """The most tokens one request of `w` holds at its end (prompt with its shared prefix and the
-    conversation history it repeats, plus its answer), over `w`'s plan drawn to at least `at_least`
-    requests: what an engine's per-sequence context (vLLM --max-model-len, SGLang --context-length,
-    a llama.cpp slot) must cover so that no request is refused."""
+def request_tokens(w: Workload, at_least: int = CONTEXT_SAMPLE) -> list[int]:
+    """The tokens each request of `w` holds at its end (prompt with its shared prefix and the conversation
+    history it repeats, plus its answer), over `w`'s plan drawn to at least `at_least` requests, ascending."""
     n = max(at_least, w.requests or 0)
     plan = w.with_overrides(requests=n) if w.arrival.kind != "trace" else w
-    return max((r.prompt_tokens + r.output_tokens for r in plan.iter_specs()), default=1)
+    return sorted(r.prompt_tokens + r.output_tokens for r in plan.iter_specs()) or [1]
+
+
+def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
+    """The most tokens one request of `w` holds at its end (request_tokens): what an engine's per-sequence
+    context (vLLM --max-model-len, SGLang --context-length, a llama.cpp slot) must cover so that no request
+    is refused."""
+    return request_tokens(w, at_least)[-1]
 
 
 def round_context(need: int, model_max: int) -> int:
