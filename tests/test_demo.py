@@ -254,9 +254,13 @@ def test_bad_lengths_exit_2(args):
 def test_the_first_screens_max_load_is_what_the_simulator_sustains():
     # Issue 20: an answer vazao's own simulator contradicts is a bug. The demo's "tok/s @max b" (the analytic
     # max-load of 1,024-token prompts and 256-token answers) set against a closed loop of that many users on the
-    # simulator, warm-up left out: measured here within 1-6% on the first eight rows.
+    # simulator, warm-up left out and its work in the window counted (results.Background): the simulated rate
+    # lies inside the max-load figure's 80% band, 5-11% above it on the first eight rows (2026-12-08). The
+    # analytic waves prefill every chunk before the decodes; the simulator's chunked steps carry the decodes of
+    # the prompts already in, their memory time hidden under the chunk's compute (docs/accuracy.md, "Bands").
     import dataclasses
 
+    from vazao.analytic import estimate
     from vazao.demo import build_demo
     from vazao.physics.deployment import make_deployment
     from vazao.sim import SimConfig, simulate
@@ -268,4 +272,6 @@ def test_the_first_screens_max_load_is_what_the_simulator_sustains():
         w = load_workload("fixed:1024/256", concurrency=row.max_batch, requests=row.max_batch * 5)
         res = simulate(dep, dataclasses.replace(w, warmup=row.max_batch),
                        SimConfig.from_engine(dep.engine, max_num_seqs=row.max_batch))
-        assert res.summary.output_tokens_per_s == pytest.approx(row.tokens_per_s_max, rel=0.1), row
+        sustained = res.summary.output_tokens_per_s
+        assert estimate(dep, [1], 1024, 256).max_load_band.holds(sustained), row
+        assert sustained == pytest.approx(row.tokens_per_s_max, rel=0.12), row

@@ -64,8 +64,11 @@ def test_at_saturation_throughput_approaches_the_analytic_max_load(which, tolera
     analytic, batch = max_load_throughput(dep, prompt, output)
     ratio = sim.summary.output_tokens_per_s / analytic
     # The analytic figure charges each prefill its compute time only; the simulator also pays its
-    # all-reduces (tp 4) and a slot's idle step between a completion and the next admission.
-    assert 1 - tolerance <= ratio <= 1.02, ratio
+    # all-reduces (tp 4) and a slot's idle step between a completion and the next admission. It also runs the
+    # prompts' chunks in the decodes' steps, whose memory time hides under the chunk's compute, where the
+    # analytic waves prefill apart: 8B on one H100 sustains 1.07-1.08 × the analytic figure with or without a
+    # warm-up left out (its work in the window counted, results.Background; 6,000 and 12,000 requests alike).
+    assert 1 - tolerance <= ratio <= 1.10, ratio
     assert sim.peak_running == batch
 
 

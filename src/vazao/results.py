@@ -424,25 +424,69 @@ def _merge_by_permutation(v: FloatArray, w: IntArray) -> tuple[FloatArray, IntAr
     return uniq[keep], counts[keep]
 
 
+@dataclass(frozen=True)
+class Background:
+    """Requests a summary leaves out of its latencies (a run's warm-up) but whose work falls in its window: the
+    engine served them there, so the window's throughput counts it (each ok record's first token, prompt, end)."""
+
+    first_token_s: FloatArray
+    end_s: FloatArray
+    prompt_tokens: IntArray
+    output_tokens: IntArray
+
+    @classmethod
+    def of(cls, records: Iterable[RequestRecord]) -> Background:
+        done = [(r.first_token_s, r.end_s, r.prompt_tokens, r.output_tokens) for r in records
+                if r.error is None and r.first_token_s is not None and r.end_s is not None]
+        cols = list(zip(*done, strict=True)) if done else [(), (), (), ()]
+        return cls(np.array(cols[0], dtype=float), np.array(cols[1], dtype=float),
+                   np.array(cols[2], dtype=np.int64), np.array(cols[3], dtype=np.int64))
+
+    def within(self, start: float, stop: float) -> tuple[float, float, float]:
+        """(requests, prompt tokens, output tokens) of the window [start, stop]: each record's output tokens
+        made in it (its first token where it came, the rest spread evenly up to its end: the records keep no
+        per-token times), and that share of it as a request and of its prompt, so that the window's rates
+        stay one request's mix (requests × mean answer = output tokens)."""
+        first, end, out = self.first_token_s, self.end_s, self.output_tokens
+        if not first.size:
+            return 0.0, 0.0, 0.0
+        head = ((first >= start) & (first <= stop)).astype(float)
+        rest = np.maximum(out - 1, 0).astype(float)
+        span = end - first
+        overlap = np.clip(np.minimum(end, stop) - np.maximum(first, start), 0.0, None)
+        spread = np.where(span > 0, overlap / np.where(span > 0, span, 1.0), head)
+        made = head + rest * spread
+        share = made / np.maximum(out, 1)
+        return float(share.sum()), float((self.prompt_tokens * share).sum()), float(made.sum())
+
+
+def _window(duration_s: float, start: float | None, background: Background | None) -> tuple[float, float, float]:
+    if background is None or start is None:
+        return 0.0, 0.0, 0.0
+    return background.within(start, start + duration_s)
+
+
 def summarize(
     records: Sequence[RequestRecord],
     slo: SLO | None = None,
     duration_s: float | None = None,
     itl_gaps: FloatArray | None = None,
     itl_weights: IntArray | None = None,
+    background: Background | None = None,
 ) -> RunSummary:
     """Percentiles and throughputs over a run's records: the one summary every producer (bench,
     simulator, a records file read back) goes through.
 
     duration_s defaults to first arrival → last completion. ITL pools every gap of the ok records
-    (see pooled_gaps); `itl_gaps` (with `itl_weights`, how many times each occurred) overrides it."""
+    (see pooled_gaps); `itl_gaps` (with `itl_weights`, how many times each occurred) overrides it.
+    `background`: the records left out (the warm-up), whose work inside that window its throughputs count."""
     # the properties (ok, ttft_s, e2e_s, tpot_s) spelled out: the same arithmetic, once per record
     done = [(r, first, end) for r in records
             if r.error is None and (first := r.first_token_s) is not None and (end := r.end_s) is not None]
     ok = [r for r, _, _ in done]
+    start = min(r.arrival_s for r in records) if records else None
     if duration_s is None:
-        if records:
-            start = min(r.arrival_s for r in records)
+        if start is not None:
             ends = [r.end_s for r in records if r.end_s is not None] or [start]
             duration_s = max(ends) - start
         else:
@@ -454,7 +498,8 @@ def summarize(
         sum(r.prompt_tokens for r in ok), sum(r.output_tokens for r in ok),
         Latency.of([first - r.arrival_s for r, first, _ in done]), Latency.of(itl_gaps, itl_weights),
         Latency.of([(end - first) / (r.output_tokens - 1) for r, first, end in done if r.output_tokens >= 2]),
-        Latency.of([end - r.arrival_s for r, _, end in done]), sum(slo.request_ok(r) for r in ok) if slo else None)
+        Latency.of([end - r.arrival_s for r, _, end in done]), sum(slo.request_ok(r) for r in ok) if slo else None,
+        _window(float(duration_s), start, background))
 
 
 @dataclass(frozen=True)
@@ -478,15 +523,17 @@ class RecordColumns:
 
 
 def summarize_columns(cols: RecordColumns, slo: SLO | None = None,
-                      records: Callable[[], Iterable[RequestRecord]] | None = None) -> RunSummary:
+                      records: Callable[[], Iterable[RequestRecord]] | None = None,
+                      background: Background | None = None) -> RunSummary:
     """summarize() of the records the columns stand for, the same numbers to the last bit (the same
     float operations in the same order) without building them; `records` yields them one at a time,
     for an SLO's per-request check."""
     ok = ~cols.failed & ~np.isnan(cols.first_token_s) & ~np.isnan(cols.end_s)
     n = len(cols.arrival_s)
     duration_s = 0.0
+    start = None
     if n:
-        start = cols.arrival_s.min()
+        start = float(cols.arrival_s.min())
         ends = cols.end_s[~np.isnan(cols.end_s)]
         duration_s = float((ends.max() if ends.size else start) - start)
     arrival, first, end, out = cols.arrival_s[ok], cols.first_token_s[ok], cols.end_s[ok], cols.output_tokens[ok]
@@ -506,20 +553,27 @@ def summarize_columns(cols: RecordColumns, slo: SLO | None = None,
         good = sum(slo.request_ok(r) for r in records())
     return _assemble(cols.source, n, int(ok.sum()), duration_s, int(cols.prompt_tokens[ok].sum()), int(out.sum()),
                      Latency.of(first - arrival), Latency.of(gaps, weights), Latency.of(tpot),
-                     Latency.of(end - arrival), good)
+                     Latency.of(end - arrival), good, _window(duration_s, start, background))
 
 
 def _assemble(source: str, requests: int, ok: int, duration_s: float, in_tok: int, out_tok: int, ttft: Latency,
-              itl: Latency, tpot: Latency, e2e: Latency, good: int | None) -> RunSummary:
+              itl: Latency, tpot: Latency, e2e: Latency, good: int | None,
+              extra: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> RunSummary:
+    """`extra`: (requests ended, prompt and output tokens) of the left-out records inside the window, which the
+    throughputs count (Background.within); the latencies and token totals are the counted records' alone."""
     dur = duration_s if duration_s > 0 else math.nan
+    x_req, x_in, x_out = extra
 
     def rate(x: float) -> float:
         return 0.0 if math.isnan(dur) else x / dur
 
     return RunSummary(
         requests=requests, errors=requests - ok, duration_s=duration_s, ttft_s=ttft, itl_s=itl, tpot_s=tpot,
-        e2e_s=e2e, request_throughput_per_s=rate(ok), output_tokens_per_s=rate(out_tok),
-        total_tokens_per_s=rate(out_tok + in_tok), goodput_requests_per_s=None if good is None else rate(good),
+        e2e_s=e2e, request_throughput_per_s=rate(ok + x_req) if x_req else rate(ok),
+        output_tokens_per_s=rate(out_tok + x_out) if x_out else rate(out_tok),
+        total_tokens_per_s=rate(out_tok + in_tok + x_out + x_in) if (x_out or x_in) else rate(out_tok + in_tok),
+        # the counted requests' share that met the SLO, of every request the window completed
+        goodput_requests_per_s=None if good is None else rate(good * (ok + x_req) / ok if x_req and ok else good),
         source=source, prompt_tokens=in_tok, output_tokens=out_tok)
 
 

@@ -27,7 +27,7 @@ from vazao.loadgen.progress import LiveProgress
 from vazao.loadgen.prompts import PromptBuilder
 from vazao.loadgen.records import RecordLog
 from vazao.loadgen.waits import within
-from vazao.results import SLO, RequestRecord, RunSummary, summarize
+from vazao.results import SLO, Background, RequestRecord, RunSummary, summarize
 
 if TYPE_CHECKING:  # the plan package (pydantic) is not imported for a type
     from vazao.workload.types import RequestSpec
@@ -246,7 +246,8 @@ class _Level:
     def result(self, stopped: str, slo: SLO | None) -> LevelResult:
         lags = self.lags
         return LevelResult(
-            level=self.level, records=self.records, warmup=self.warm, summary=summarize(self.records, slo),
+            level=self.level, records=self.records, warmup=self.warm,
+            summary=summarize(self.records, slo, background=Background.of(self.warm)),
             cpu=self.cpu.stop(self.client.chunks - self.chunks0), stopped=stopped,
             errors=error_counts(self.records), not_sent=self.not_sent,
             dispatch_lag_p99_s=float(np.percentile(lags, 99)) if lags else None, peak_in_flight=self.peak)

@@ -181,6 +181,7 @@ class LogContents:
     warmup: list[RequestRecord] = field(default_factory=list)
     points: list[dict] = field(default_factory=list)  # the "point" lines, in order
     by_point: dict[int, list[RequestRecord]] = field(default_factory=lambda: defaultdict(list))
+    warmup_by_point: dict[int, list[RequestRecord]] = field(default_factory=lambda: defaultdict(list))
     notes: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     malformed: int = 0
     run_id: str | None = None
@@ -210,6 +211,7 @@ def _add(out: LogContents, d: dict) -> None:
         rec = RequestRecord.from_json(d)
         if kind == "warmup":
             out.warmup.append(rec)
+            out.warmup_by_point[int(rec.extra.get("point", 0))].append(rec)
         else:
             out.records.append(rec)
             out.by_point[int(rec.extra.get("point", 0))].append(rec)

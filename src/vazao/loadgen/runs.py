@@ -14,7 +14,7 @@ from vazao.loadgen import foreign
 from vazao.loadgen.client import error_kind
 from vazao.loadgen.records import LogContents, read_log, read_runs
 from vazao.resultfiles import foreign_tool, kind_of
-from vazao.results import LATENCIES, SLO, RunSummary, summarize
+from vazao.results import LATENCIES, SLO, Background, RunSummary, summarize
 
 __all__ = ["Column", "Comparison", "ComparisonRow", "compare", "load_columns", "log_summary", "simulate_like",
            "summary_of_log"]
@@ -115,8 +115,10 @@ def summary_of_log(log: LogContents, path: Path, slo: SLO | None) -> dict[str, A
     if len(log.by_point) > 1 or log.points:
         for idx in sorted(log.by_point):
             recs = log.by_point[idx]
-            points.append({**levels.get(idx, {}), "summary": summarize(recs, slo)})
-    summary = points[-1]["summary"] if points else summarize(log.records, slo)
+            points.append({**levels.get(idx, {}), "summary": summarize(
+                recs, slo, background=Background.of(log.warmup_by_point.get(idx, ())))})
+    summary = (points[-1]["summary"] if points
+               else summarize(log.records, slo, background=Background.of(log.warmup)))
     errors: dict[str, int] = {}
     for r in log.records:
         if r.error:

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from vazao.resultfiles import from_document
-from vazao.results import SLO, FloatArray, GapWindows, RecordColumns, RequestRecord, RunSummary, summarize_columns
+from vazao.results import (
+    SLO,
+    Background,
+    FloatArray,
+    GapWindows,
+    RecordColumns,
+    RequestRecord,
+    RunSummary,
+    summarize_columns,
+)
 
 if TYPE_CHECKING:
     from vazao.sim.kv_pool import BlockPool
@@ -206,8 +215,23 @@ class Stats:
             position[row[keep]], w_track[keep], w_start[keep], w_stop[keep])
 
     def summary(self, slo: SLO | None) -> RunSummary:
-        """results.summarize() over the run's counted records (warm-up left out), read from the columns."""
-        return summarize_columns(self.columns(), slo, self.iter_records)
+        """results.summarize() over the run's counted records (warm-up left out), read from the columns; the
+        warm-up's work inside their window counts in its throughputs (results.Background)."""
+        return summarize_columns(self.columns(), slo, self.iter_records, self.background())
+
+    def background(self) -> Background | None:
+        """The requests not counted (the warm-up) that ended well, for the summary's window; None: every one
+        is counted."""
+        counted = np.array(self.r_counted, dtype=bool)
+        if counted.all():
+            return None
+        rest = np.flatnonzero(~counted)
+        failed = np.zeros(len(self.r_id), dtype=bool)
+        failed[list(self.r_error)] = True
+        first, end = np.array(self.r_first, dtype=float)[rest], np.array(self.r_end, dtype=float)[rest]
+        ok = ~failed[rest] & ~np.isnan(first) & ~np.isnan(end)
+        return Background(first[ok], end[ok], np.array(self.r_prompt, dtype=np.int64)[rest][ok],
+                          np.array(self.r_output, dtype=np.int64)[rest][ok])
 
 
 def add_window(seq: Seq, track: int, start: int, stop: int) -> None:
