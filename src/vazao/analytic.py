@@ -6,11 +6,11 @@ the one analytic path that cost and budgets call."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vazao.bands import Band, deployment_band
+from vazao.bands import Band, deployment_band, within_physics
 from vazao.errors import VazaoError
 from vazao.physics.energy import board_power_w, electricity_usd_per_mtok, step_energy
 from vazao.physics.memory import Fit, attention_ranks, fit
@@ -86,6 +86,7 @@ class Estimate:
     latency_floor_band: tuple | None = None  # the batch-1 decode rate's band, inverted
     # the engine's kernel paths that a newer release may not take (kernel_notes), one sentence each
     kernel_notes: tuple[str, ...] = ()
+    physical_limit: bool = False  # the ideal profile's figures: a bound, with no band
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)
@@ -202,10 +203,11 @@ def latency_floor_s(dep: Deployment) -> float:
     return decode_cost(dep, 1, 1).time_s
 
 
-def _floor_band(dep: Deployment, step: StepCost) -> Band | None:
+def _floor_band(dep: Deployment, step: StepCost, ideal: Deployment) -> Band | None:
     """The latency floor's band (`step`: latency_floor_s's step): its one sequence's rate band, in the step's
-    regime, inverted."""
-    return band_of_step(deployment_band(dep, step.bound, 1.0 / step.time_s), 1)[0]
+    regime, inverted; its fast edge at most the physical limit's rate (`ideal`: dep.idealized())."""
+    rate = deployment_band(dep, step.bound, 1.0 / step.time_s)
+    return band_of_step(within_physics(rate, 1.0 / decode_cost(ideal, 1, 1).time_s, rate=True), 1)[0]
 
 
 def trtllm_bench_limits(kv_requests: float, input_tokens: int, output_tokens: int, pp: int) -> tuple[int, int]:
@@ -349,19 +351,30 @@ def steady_point(dep: Deployment, input_tokens: int, output_tokens: int, batch: 
 
 
 def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Mapping[str, float], top: int,
-              cached_tokens: int = 0) -> SteadyPoint | None:
-    """The steady point at the largest batch up to `top` that meets every limit; None when batch 1
-    misses one. TPOT and TTFT grow with the batch, so the batch is bisected."""
-    if not steady_point(dep, input_tokens, output_tokens, 1, cached_tokens).meets(limits):
+              cached_tokens: int = 0, holds: Callable[[SteadyPoint], bool] | None = None) -> SteadyPoint | None:
+    """The steady point at the largest batch up to `top` that meets every limit (SteadyPoint.meets, or `holds`:
+    e.g. each latency's band edge held to its limit); None when batch 1 misses one. TPOT and TTFT grow with the
+    batch, so the batch is bisected."""
+    ok = holds or (lambda p: p.meets(limits))
+    if not ok(steady_point(dep, input_tokens, output_tokens, 1, cached_tokens)):
         return None
     lo, hi = 1, top
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if steady_point(dep, input_tokens, output_tokens, mid, cached_tokens).meets(limits):
+        if ok(steady_point(dep, input_tokens, output_tokens, mid, cached_tokens)):
             lo = mid
         else:
             hi = mid - 1
     return steady_point(dep, input_tokens, output_tokens, lo, cached_tokens)
+
+
+def max_load_band(dep: Deployment, regime: str, output_tokens_per_s: float, input_tokens: int, output_tokens: int,
+                  ideal: Deployment | None = None) -> Band | None:
+    """The band of the max-load output rate (offline_point's), its high edge at most the physical limit's max
+    load (`ideal`: dep.idealized(), the same offline point with no losses)."""
+    ideal = ideal or dep.idealized()
+    limit = offline_point(ideal, input_tokens, output_tokens).output_tokens_per_s
+    return within_physics(deployment_band(dep, regime, output_tokens_per_s), limit, rate=True)
 
 
 def band_of_step(rate_band: Band | None, sequences: float) -> tuple[Band | None, Band | None]:
@@ -382,9 +395,13 @@ def band_of_e2e(ttft: Band | None, step: Band | None, output_tokens: int) -> Ban
     return Band(ttft.low + (output_tokens - 1) * step.low, ttft.high + (output_tokens - 1) * step.high, notes)
 
 
-def _row_bands(dep: Deployment, sequences: int, dec: StepCost, pre: StepCost, output_tokens: int) -> dict:
-    rate = deployment_band(dep, dec.bound, sequences / dec.time_s)
-    ttft = deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s, metric="ttft_ms")
+def _row_bands(dep: Deployment, sequences: int, dec: StepCost, pre: StepCost, output_tokens: int,
+               limits: tuple[float, float]) -> dict:
+    """A row's bands, each held to the physical limit: `limits` = (the idealized deployment's decode step and
+    prefill at the same batch and lengths, in seconds)."""
+    rate = within_physics(deployment_band(dep, dec.bound, sequences / dec.time_s), sequences / limits[0], rate=True)
+    ttft = within_physics(deployment_band(dep, pre.bound, pre.time_s + dep.engine.request_overhead_s,
+                                          metric="ttft_ms"), limits[1], rate=False)
     step, per_request = band_of_step(rate, sequences)
     return {"tokens_per_s_band": rate, "ttft_band": ttft, "decode_step_band": step,
             "tokens_per_s_per_request_band": per_request, "e2e_band": band_of_e2e(ttft, step, output_tokens)}
@@ -404,9 +421,11 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
     rows = []
     gpus = dep.gpus_per_replica
     ranks = attention_ranks(dep)  # batches a replica's step runs at once
+    ideal = dep.idealized()  # where the bands' optimistic edges stop
     for b in batches:
         dec = decode_cost(dep, b, mean_ctx)
         pre = prefill_cost(dep, b, input_tokens)
+        limits = (decode_cost(ideal, b, mean_ctx).time_s, prefill_cost(ideal, b, input_tokens).time_s)
         e_dec = step_energy(dep.accelerator, gpus, dec, b * ranks)
         e_pre = step_energy(dep.accelerator, gpus, pre, b * ranks * input_tokens)
         rows.append(EstimateRow(
@@ -422,7 +441,7 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
             fits=f.weights_fit and b * ranks <= per_replica_cap,
             decode=dec,
             prefill=pre,
-            **_row_bands(dep, b * ranks * dep.replicas, dec, pre, output_tokens),
+            **_row_bands(dep, b * ranks * dep.replicas, dec, pre, output_tokens, limits),
             decode_power_w=e_dec.power_w if e_dec else None,
             decode_j_per_token=e_dec.joules_per_token if e_dec else None,
             prefill_power_w=e_pre.power_w if e_pre else None,
@@ -446,7 +465,8 @@ def estimate(dep: Deployment, batches: list[int], input_tokens: int, output_toke
         format_status=dep.support.status,
         format_reason=dep.support.reason,
         offloaded=f.offload_bytes_per_gpu > 0,
-        max_load_band=deployment_band(dep, off.bound, mlt) if mlt > 0 else None,
-        latency_floor_band=_floor_band(dep, floor),
+        max_load_band=max_load_band(dep, off.bound, mlt, input_tokens, output_tokens, ideal) if mlt > 0 else None,
+        latency_floor_band=_floor_band(dep, floor, ideal),
         kernel_notes=kernel_notes(dep),
+        physical_limit=dep.engine.is_limit,
     )

@@ -176,6 +176,20 @@ def band(profile: EngineProfile, regime: str, value: float, *, version: tuple[in
     return Band(value * math.exp(lo), value * math.exp(hi), note)
 
 
+def within_physics(b: Band | None, limit: float, *, rate: bool) -> Band | None:
+    """`b` with its optimistic edge held to the physical limit `limit` (the same figure on the idealized profile:
+    the roofline with no losses, physics/profiles.py EngineProfile.idealized): a rate's high edge at most the
+    limit, a time's low edge at least it. The residuals are log errors around the prediction, so a wide band
+    (one widened for what the fit never saw) can reach past what the hardware can do; no measurement can."""
+    if b is None or not (0 < limit < math.inf):
+        return b
+    if rate and b.high > limit:
+        return Band(min(b.low, limit), limit, b.note)
+    if not rate and b.low < limit:
+        return Band(limit, max(b.high, limit), b.note)
+    return b
+
+
 def deployment_band(dep: Deployment, regime: str, value: float, *, metric: str = "") -> Band | None:
     """band() for a prediction about a Deployment (its engine's calibration, generation, format, family);
     `metric` (ttft_ms, tpot_ms, …; empty for a speed) picks the residuals as band_key does."""

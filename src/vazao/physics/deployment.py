@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from vazao import limits
@@ -149,6 +149,11 @@ class Deployment:
                 "engine": self.engine.name, **({"attention_dp": True} if self.attention_dp else {}),
                 **({"expert_parallel": self.expert_parallel} if self.expert_parallel > 1 else {})}
 
+    def idealized(self) -> Deployment:
+        """The same deployment at the physical limit (EngineProfile.idealized: efficiencies 1, no overheads):
+        what no engine beats, and so where every band's optimistic edge stops (bands.within_physics)."""
+        return replace(self, engine=self.engine.idealized())
+
     def label(self) -> str:
         par = f" tp{self.tp}" if self.tp > 1 else ""
         par += f" pp{self.pp}" if self.pp > 1 else ""
@@ -245,11 +250,12 @@ def make_deployment(
 
         eng = get_engine(engine, load_profiles(profile) if profile else None)
     k = kv if isinstance(kv, KVFormat) else get_kv_format(kv if kv is not None else eng.kv_format_for(f.name))
-    if ideal:
-        eng = eng.idealized() if not eng.is_ideal else eng
+    # the generation's overrides first: they are losses, which the ideal then takes away
+    eng = eng.on_generation(acc.generation)
+    if ideal or eng.is_ideal:  # the ideal profile too: every loss off, whatever the data file leaves at its default
+        eng = eng.idealized()
     if tp is None:
         tp = max(1, count // pp)
-    eng = eng.on_generation(acc.generation)
     refused = eng.refusal_on(acc)
     if refused:
         raise VazaoError(refused)

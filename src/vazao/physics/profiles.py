@@ -183,6 +183,7 @@ class EngineProfile:
     # per hardware generation: {generation: {calibrated parameter: value}} (e.g. llama.cpp on CPUs)
     generations: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     calibration: Mapping[str, Any] | None = None  # fit provenance and residual quantiles (vazao calibrate)
+    physical_limit: bool = False  # set by idealized(): the bound no engine beats, which has no band
 
     def __post_init__(self) -> None:
         for f in ("compute_efficiency", "memory_efficiency", "gpu_memory_utilization"):
@@ -220,6 +221,11 @@ class EngineProfile:
     @property
     def is_ideal(self) -> bool:
         return self.name == "ideal"
+
+    @property
+    def is_limit(self) -> bool:
+        """The physical limit (the ideal profile, or any profile idealized): a bound, not a prediction."""
+        return self.is_ideal or self.physical_limit
 
     def refusal_on(self, acc: Accelerator) -> str | None:
         """Why this engine does not run on `acc` at all (its vendor, or no release ever ran on the card), or
@@ -290,6 +296,13 @@ class EngineProfile:
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
             request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, moe_layer_overhead_s=0.0,
             memory_basis="total", split_kv=True,
+            # compute and memory overlap whole (the roofline's max, not a sum), and the format's unpacking
+            # rides inside the GEMMs at no cost, as the best kernels do: the bound no engine beats
+            roofline_overlap=1.0, dequant_factor=0.0, host_overlap=0.0,
+            # no generation's overrides either: they are measured losses (applied before this, see make_deployment)
+            generations=MappingProxyType({}), versions=(),
+            # the limit itself has no error band: the residuals are the losses' (bands.band reads None as none)
+            calibration=None, physical_limit=True,
         )
 
 

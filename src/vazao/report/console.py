@@ -141,6 +141,9 @@ def estimate_footer(est) -> list[str]:
         notes = sorted({b.note for b in bands if b.note})
         lines.append("(low–high): the 80% band from the engine profile's calibration residuals"
                      + (f"; [yellow]{'; '.join(notes)}[/] (band widened)" if notes else ""))
+    elif getattr(est, "physical_limit", False):
+        lines.append("no band: the physical limit (efficiencies 1, no overheads) is a bound no engine beats, not a "
+                     "prediction; every band's fast edge stops at it")
     else:
         lines.append("no band: this engine profile is not calibrated (vazao calibrate)")
     if est.format_status != "native":
