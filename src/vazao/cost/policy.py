@@ -157,19 +157,39 @@ def _analytic(q: SelfHostQuery, dep: Deployment) -> Throughput:
     return analytic_throughput(dep, s.input_tokens, s.output_tokens, q.slo, s.cached_tokens)
 
 
+# Counts whose analytic $/request is within this factor of the cheapest are simulated too, where the answer is a
+# simulated one: the analytic screen ranks them, the figure reported decides (the analytic model and the
+# simulator part by more than their bands' overlap on queueing-bound workloads)
+SIMULATE_WITHIN = Decimal("1.5")
+
+
 def pick_count(q: SelfHostQuery, counts: Sequence[int] = (1, 2, 4, 8)) -> int:
-    """The GPU count (of `counts`) with the lowest $/request on the analytic model."""
+    """The GPU count (of `counts`) with the lowest $/request, as the answer is computed (pick_cost)."""
+    return pick_cost(q, counts).gpus
+
+
+def pick_cost(q: SelfHostQuery, counts: Sequence[int] = (1, 2, 4, 8)) -> SelfHostCost:
+    """The cost at the GPU count (of `counts`) with the lowest $/request: ranked on the analytic model, and where
+    the answer is simulated (a workload, not --analytic), the counts within SIMULATE_WITHIN of the cheapest
+    simulated and the cheapest simulated one taken, so the count chosen is the cheapest by the figure shown."""
     _deployment(q, 1)  # an unknown model, GPU or format fails here, not as "no GPU count serves"
 
-    def build(n: int) -> SelfHostCost | None:
+    def build(n: int, through=None) -> SelfHostCost | None:
         try:
             dep = _deployment(q, n)
-            c = _cost(q, dep, _analytic(q, dep))
+            c = _cost(q, dep, (through or _analytic)(q, dep))
         except VazaoError:
             return None
         return c if c.usd_per_request is not None else None
 
-    return choose_count(build, counts).gpus
+    best = choose_count(build, counts)
+    if q.analytic or q.workload is None:
+        return best
+    screen = {n: c for n in counts if (c := build(n)) is not None}
+    near = [n for n, c in screen.items()
+            if c.usd_per_request is not None and best.usd_per_request is not None
+            and c.usd_per_request <= best.usd_per_request * SIMULATE_WITHIN]
+    return choose_count(lambda n: build(n, throughput_for), near or [best.gpus])
 
 
 def throughput_for(q: SelfHostQuery, dep: Deployment) -> Throughput:
@@ -189,7 +209,7 @@ def selfhost_for(q: SelfHostQuery) -> SelfHostCost:
     if count is None:
         if q.measured is not None:
             raise VazaoError("a measured run needs the GPU count that served it (count)")
-        count = pick_count(q)
+        return pick_cost(q)
     dep = _deployment(replace(q, count=count), count)
     return _cost(q, dep, throughput_for(q, dep))
 

@@ -21,7 +21,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
 from vazao.analytic import SteadyPoint, offline_point, slo_batch, steady_batch_limit, steady_point
-from vazao.bands import Band, deployment_band
+from vazao.bands import Band, deployment_band, within_physics
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.energy import EnergyCost, EnergySite, default_site, energy_cost
 from vazao.cost.money import MICRO
@@ -91,17 +91,23 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
                           None, 0)
     cached = cached_tokens if dep.engine.prefix_caching else 0
     regime = "serving"  # a steady point's: the serving rows' residuals, as a simulated run's
+    ideal = dep.idealized()  # where the throughput band's fast edge stops
     if slo is None and not cached:
         off = offline_point(dep, input_tokens, output_tokens)  # estimate.max_load_throughput, with its regime
         out_tps, batch, regime = off.output_tokens_per_s, off.batch * off.engines, off.bound
         p = steady_point(dep, input_tokens, output_tokens, bmax)
         detail = f"analytic max-load (estimate.max_load_throughput): batch {batch}, no SLO"
+        limit = offline_point(ideal, input_tokens, output_tokens).output_tokens_per_s
     elif slo is None:
         p = steady_point(dep, input_tokens, output_tokens, bmax, cached)
         out_tps, batch = p.output_tokens_per_s, bmax * dep.replicas
         detail = f"analytic max-load: batch {bmax} per replica, {cached:,} prompt tokens from the prefix cache, no SLO"
+        limit = steady_point(ideal, input_tokens, output_tokens, bmax, cached).output_tokens_per_s
     else:
-        found = slo_batch(dep, input_tokens, output_tokens, slo.limits, bmax, cached)
+        # each limit held as the simulated paths hold it (cost.capacity.Check): the band's pessimistic edge of the
+        # point's latency, or (SLO.judge "prediction") the value
+        found = slo_batch(dep, input_tokens, output_tokens, slo.limits, bmax, cached,
+                          holds=lambda q: all(c.met for c in point_checks(dep, q, slo)))
         if found is None:
             p1 = steady_point(dep, input_tokens, output_tokens, 1, cached)
             return Throughput(0.0, 0.0, 0.0, "analytic",
@@ -109,17 +115,36 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
                               None, 0)
         p = found
         out_tps, batch = p.output_tokens_per_s, p.batch * dep.replicas
+        held = "each limit at its band's pessimistic edge" if slo.judge == "band" else "each limit at the value"
         detail = (f"analytic under SLO: batch {p.batch} of {bmax} per replica (TTFT {p.ttft_s:.3g} s, "
-                  f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing)")
+                  f"TPOT {p.tpot_s * 1e3:.3g} ms; mean lengths, no queueing; {held})")
+        limit = steady_point(ideal, input_tokens, output_tokens, p.batch, cached).output_tokens_per_s
     rps = out_tps / output_tokens
     return Throughput(rps, rps * input_tokens, out_tps, "analytic", detail, p.input_time_share, batch,
-                      p.power_w, idle_power_w(dep.accelerator), _band(dep, regime, out_tps))
+                      p.power_w, idle_power_w(dep.accelerator), _band(dep, regime, out_tps, limit))
 
 
-def _band(dep: Deployment, regime: str, output_tokens_per_s: float) -> Band | None:
+def point_checks(dep: Deployment, point: SteadyPoint, slo: SLO) -> tuple:
+    """Each SLO term of an analytic steady point as cost.capacity.Check (a percentile limit against the point's
+    value, which has no spread: the mean request's), its band from the profile's serving residuals."""
+    from vazao.cost.capacity import Check, term_band
+
+    out = []
+    for key, limit in slo.limits.items():
+        metric = key.split("_", 1)[0]
+        value = point.metric(metric)
+        b = term_band(dep, metric, value) if value else None
+        out.append(Check(key, value, b.high if b else None, limit, slo.judge))
+    return tuple(out)
+
+
+def _band(dep: Deployment, regime: str, output_tokens_per_s: float, limit: float = math.inf) -> Band | None:
     """The 80% band of a predicted output rate: the one `vazao estimate` (max load) and `vazao simulate` (a
-    serving run's output tok/s) print beside the same figure."""
-    return deployment_band(dep, regime, output_tokens_per_s) if output_tokens_per_s > 0 else None
+    serving run's output tok/s) print beside the same figure; its fast edge at most `limit`, the same figure at
+    the physical limit (bands.within_physics)."""
+    if output_tokens_per_s <= 0:
+        return None
+    return within_physics(deployment_band(dep, regime, output_tokens_per_s), limit, rate=True)
 
 
 @dataclass(frozen=True)
@@ -277,8 +302,12 @@ class _ClosedLoopRuns:
         return self._runs[c]
 
     def meets(self, c: int) -> bool:
+        """Every limit held as plan and budgets hold it (cost.capacity.slo_checks): the band's pessimistic edge,
+        or with SLO.judge "prediction" the value."""
+        from vazao.cost.capacity import slo_checks
+
         assert self.slo is not None  # only the SLO search asks
-        return self.slo.met_by(self(c).summary)
+        return all(k.met for k in slo_checks(self.dep, self(c).summary, self.slo)[0])
 
 
 def _analytic_guess(dep: Deployment, workload: Workload, slo: SLO) -> int:
@@ -376,7 +405,17 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
     p = _run_point(dep, best)
     return Throughput(tp.requests_per_s, tp.input_tokens_per_s, tp.output_tokens_per_s, "simulated", tp.detail,
                       p.input_time_share if p else None, best_c, p.power_w if p else None,
-                      idle_power_w(dep.accelerator), _band(dep, "serving", tp.output_tokens_per_s))
+                      idle_power_w(dep.accelerator),
+                      _band(dep, "serving", tp.output_tokens_per_s, _max_load_limit(dep, best.summary)))
+
+
+def _max_load_limit(dep: Deployment, summary: RunSummary) -> float:
+    """The most output tokens/s any run of the summary's mean request could make on `dep`: the idealized
+    deployment's max-load point (no losses, its whole memory for KV). A simulated rate's band stops there."""
+    n = max(1, summary.requests - summary.errors)
+    mean_in = max(1, round(summary.prompt_tokens / n))
+    mean_out = max(1, round(summary.output_tokens / n))
+    return offline_point(dep.idealized(), mean_in, mean_out).output_tokens_per_s
 
 
 JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
@@ -403,15 +442,21 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
                           f"simulated {workload.name}: the SLO is missed even at {start / 1.5 ** 10:.3g}/s", None, 0)
     rps = found.rate * per_session
     s = found.summary
+    # the cap is a setting of the engine, which its default may not allow (vLLM's max_num_seqs 256): say so, as
+    # `vazao simulate` at that rate with the engine's default would queue
+    above = (f", the engine's sequence limit set to it (its default {dep.engine.max_num_seqs})"
+             if point.batch > dep.engine.max_num_seqs else "")
     detail = (f"simulated {workload.name}, Poisson {found.rate:.3g} arrivals/s ({rps:.3g} req/s), the highest "
-              f"that meets {', '.join(slo.limits)} (cost.capacity: batch capped at {point.batch}; "
+              f"that meets {', '.join(slo.limits)} (cost.capacity: batch capped at {point.batch}{above}; "
               f"{found.describe()}): p95 TTFT {s.ttft_s.p95 or 0:.3g} s, p95 TPOT {(s.tpot_s.p95 or 0) * 1e3:.3g} ms")
     # the prefill share of GPU time at the run's own prefix-cache hits (the cap assumed fewer; the run had them)
     hit = found.cache_hit_share if found.cache_hit_share is not None else 0.0
     cached = round(mean_in * hit) if dep.engine.prefix_caching else 0
     at = steady_point(dep, mean_in, mean_out, point.batch, cached)
     return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, at.input_time_share, point.batch,
-                      at.power_w, idle_power_w(dep.accelerator), _band(dep, "serving", rps * mean_out))
+                      at.power_w, idle_power_w(dep.accelerator),
+                      _band(dep, "serving", rps * mean_out,
+                            offline_point(dep.idealized(), mean_in, mean_out).output_tokens_per_s))
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:
