@@ -96,7 +96,9 @@ def simulate_cmd(
                                            "chunked, engine, max_seqs, budget, block, max_context, spec, disagg."),
     slo: str = typer.Option(None, "--slo", help="Goodput SLO, e.g. ttft_p95=500ms,tpot_p95=50ms."),
     max_context: int = typer.Option(None, "--max-context", help="Tokens per sequence the engine allows "
-                                    "(and reserves, under the reserved layout); default: the model's."),
+                                    "(and reserves, under the reserved layout); default: the workload's longest "
+                                    "request, at most the model's (what a plan's command sets; one such sequence "
+                                    "must fit the KV cache, or the engine would not start)."),
     batching: str = typer.Option(None, "--batching", help="static | continuous (default: the engine's)."),
     kv_layout: str = typer.Option(None, "--kv-layout", help="paged | reserved (default: the engine's)."),
     max_seqs: int = typer.Option(None, "--max-seqs", help="Sequences per step (max_num_seqs)."),

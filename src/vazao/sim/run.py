@@ -168,13 +168,14 @@ def kv_blocks(dep: Deployment, cfg: SimConfig, max_context: int) -> tuple[int, i
 
 
 def resolve_config(dep: Deployment, workload: Workload, config: SimConfig | None = None) -> SimConfig:
-    """The settings a run uses: `config`, else the engine's preset; a reserved KV layout with no
-    max_context gets the workload's. A reserved layout sets aside each slot's whole context up front,
-    so it is sized as its users size it: to the workload's longest request, rounded up (a llama.cpp
-    slot is -c / -np tokens; the model's 131,072 per slot would hold no sequence on a 12 GB card). A
-    paged layout with no max_context refuses only requests past the model's own context."""
+    """The settings a run uses: `config`, else the engine's preset; with no max_context, the workload's
+    longest request, rounded up, at most the model's own context: what a plan's command sets (--max-model-len,
+    --context-length, a llama.cpp slot), and so what the engine must hold to start. A reserved layout sets
+    aside each slot's whole context up front (a llama.cpp slot is -c / -np tokens; the model's 131,072 per
+    slot would hold no sequence on a 12 GB card); a paged one needs one such sequence to fit (vLLM will not
+    start otherwise). Requests past the model's own context are refused either way."""
     cfg = config or SimConfig.from_engine(dep.engine)
-    if cfg.kv_layout == "reserved" and cfg.max_context is None:
+    if cfg.max_context is None:
         from vazao.workload import context_for
 
         cfg = replace(cfg, max_context=context_for(workload, dep.model.max_context))
@@ -185,13 +186,19 @@ def _check_capacity(cfg: SimConfig, blocks: int, tokens: int, max_context: int, 
     if blocks < 1:
         raise VazaoError(f"{label}: the KV cache holds {tokens} tokens, less than one block of "
                          f"{cfg.block_size}: no request can be served")
-    if cfg.kv_layout == "reserved":
-        need = -(-max_context // cfg.block_size)
-        if need > blocks:
-            raise VazaoError(
-                f"{label}: the reserved KV layout sets aside max_context = {max_context:,} tokens per "
-                f"sequence but a replica's KV cache holds {blocks * cfg.block_size:,}: not even one request "
-                f"fits; lower max_context or use the paged layout")
+    need = -(-max_context // cfg.block_size)
+    if cfg.kv_layout == "reserved" and need > blocks:
+        raise VazaoError(
+            f"{label}: the reserved KV layout sets aside max_context = {max_context:,} tokens per "
+            f"sequence but a replica's KV cache holds {blocks * cfg.block_size:,}: not even one request "
+            f"fits; lower max_context or use the paged layout")
+    if need > blocks:
+        # vLLM refuses to start when its KV cache cannot hold one max_model_len sequence
+        # (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory); plan prunes such a shape alike
+        raise VazaoError(
+            f"{label}: the engine would not start: one sequence of max_context = {max_context:,} tokens (the "
+            f"workload's longest request, unless set) needs more KV cache than a replica's {blocks * cfg.block_size:,} "
+            f"tokens; lower max_context (longer requests are then refused) or give it more memory")
 
 
 def check_size(dep: Deployment, workload: Workload) -> None:
