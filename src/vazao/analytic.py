@@ -368,12 +368,16 @@ def slo_batch(dep: Deployment, input_tokens: int, output_tokens: int, limits: Ma
     return steady_point(dep, input_tokens, output_tokens, lo, cached_tokens)
 
 
+def max_load_limit(dep: Deployment, input_tokens: int, output_tokens: int, ideal: Deployment | None = None) -> float:
+    """The most output tokens/s any run of this request shape could make on `dep`: the idealized deployment's
+    (`ideal`, default dep.idealized(): no losses, its whole memory for KV) max-load point."""
+    return offline_point(ideal or dep.idealized(), input_tokens, output_tokens).output_tokens_per_s
+
+
 def max_load_band(dep: Deployment, regime: str, output_tokens_per_s: float, input_tokens: int, output_tokens: int,
                   ideal: Deployment | None = None) -> Band | None:
-    """The band of the max-load output rate (offline_point's), its high edge at most the physical limit's max
-    load (`ideal`: dep.idealized(), the same offline point with no losses)."""
-    ideal = ideal or dep.idealized()
-    limit = offline_point(ideal, input_tokens, output_tokens).output_tokens_per_s
+    """The band of the max-load output rate (offline_point's), its high edge at most max_load_limit."""
+    limit = max_load_limit(dep, input_tokens, output_tokens, ideal)
     return within_physics(deployment_band(dep, regime, output_tokens_per_s), limit, rate=True)
 
 

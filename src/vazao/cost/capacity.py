@@ -234,20 +234,26 @@ def term_band(dep: Deployment, metric: str, value: float, regime: str = "serving
     return deployment_band(dep, regime, value, metric=_METRIC_OF.get(metric, "tpot_ms"))
 
 
-def slo_checks(dep: Deployment, summary: RunSummary, slo: SLO,
-               regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
-    """Each SLO term of a run with its band (term_band), and the bands by term. A limit is met when the
-    band's pessimistic edge is within it (or, with SLO.judge "prediction", the value): the one judgement
-    plan, cost and budgets share."""
+def term_checks(dep: Deployment, slo: SLO, value_of: Callable[[str, str], float | None],
+                regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
+    """Each SLO term with its band (term_band), and the bands by term; value_of(metric, percentile) is the
+    predicted value of a term. A limit is met when the band's pessimistic edge is within it (or, with SLO.judge
+    "prediction", the value): the one judgement plan, cost and budgets share."""
     checks, bands = [], {}
     for key, limit in slo.limits.items():
         metric, pct = key.split("_", 1)
-        value = getattr(summary, f"{metric}_s").get(pct)
+        value = value_of(metric, pct)
         b = term_band(dep, metric, value, regime) if value else None
         if b:
             bands[key] = b
         checks.append(Check(key, value, b.high if b else None, limit, slo.judge))
     return tuple(checks), bands
+
+
+def slo_checks(dep: Deployment, summary: RunSummary, slo: SLO,
+               regime: str = "serving") -> tuple[tuple[Check, ...], dict]:
+    """term_checks of a run: each term's value its summary's percentile."""
+    return term_checks(dep, slo, lambda metric, pct: getattr(summary, f"{metric}_s").get(pct), regime)
 
 
 @dataclass(frozen=True)

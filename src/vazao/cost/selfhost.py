@@ -20,7 +20,14 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Protocol
 
-from vazao.analytic import SteadyPoint, offline_point, slo_batch, steady_batch_limit, steady_point
+from vazao.analytic import (
+    SteadyPoint,
+    max_load_limit,
+    offline_point,
+    slo_batch,
+    steady_batch_limit,
+    steady_point,
+)
 from vazao.bands import Band, deployment_band, within_physics
 from vazao.catalog.prices import share_str, usd_str
 from vazao.cost.energy import EnergyCost, EnergySite, default_site, energy_cost
@@ -97,7 +104,7 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
         out_tps, batch, regime = off.output_tokens_per_s, off.batch * off.engines, off.bound
         p = steady_point(dep, input_tokens, output_tokens, bmax)
         detail = f"analytic max-load (estimate.max_load_throughput): batch {batch}, no SLO"
-        limit = offline_point(ideal, input_tokens, output_tokens).output_tokens_per_s
+        limit = max_load_limit(dep, input_tokens, output_tokens)
     elif slo is None:
         p = steady_point(dep, input_tokens, output_tokens, bmax, cached)
         out_tps, batch = p.output_tokens_per_s, bmax * dep.replicas
@@ -127,15 +134,9 @@ def analytic_throughput(dep: Deployment, input_tokens: int, output_tokens: int, 
 def point_checks(dep: Deployment, point: SteadyPoint, slo: SLO) -> tuple:
     """Each SLO term of an analytic steady point as cost.capacity.Check (a percentile limit against the point's
     value, which has no spread: the mean request's), its band from the profile's serving residuals."""
-    from vazao.cost.capacity import Check, term_band
+    from vazao.cost.capacity import term_checks
 
-    out = []
-    for key, limit in slo.limits.items():
-        metric = key.split("_", 1)[0]
-        value = point.metric(metric)
-        b = term_band(dep, metric, value) if value else None
-        out.append(Check(key, value, b.high if b else None, limit, slo.judge))
-    return tuple(out)
+    return term_checks(dep, slo, lambda metric, _pct: point.metric(metric))[0]
 
 
 def _band(dep: Deployment, regime: str, output_tokens_per_s: float, limit: float = math.inf) -> Band | None:
@@ -410,12 +411,9 @@ def simulated_throughput(dep: Deployment, workload: Workload, slo: SLO | None = 
 
 
 def _max_load_limit(dep: Deployment, summary: RunSummary) -> float:
-    """The most output tokens/s any run of the summary's mean request could make on `dep`: the idealized
-    deployment's max-load point (no losses, its whole memory for KV). A simulated rate's band stops there."""
+    """analytic.max_load_limit at the summary's mean request: where a simulated rate's band stops."""
     n = max(1, summary.requests - summary.errors)
-    mean_in = max(1, round(summary.prompt_tokens / n))
-    mean_out = max(1, round(summary.output_tokens / n))
-    return offline_point(dep.idealized(), mean_in, mean_out).output_tokens_per_s
+    return max_load_limit(dep, max(1, round(summary.prompt_tokens / n)), max(1, round(summary.output_tokens / n)))
 
 
 JUDGED_REQUESTS = 400  # as `vazao plan` judges a candidate (PlanInputs.requests), so the two agree
@@ -455,8 +453,7 @@ def _open_loop_capacity(dep: Deployment, workload: Workload, slo: SLO, simulate:
     at = steady_point(dep, mean_in, mean_out, point.batch, cached)
     return Throughput(rps, rps * mean_in, rps * mean_out, "simulated", detail, at.input_time_share, point.batch,
                       at.power_w, idle_power_w(dep.accelerator),
-                      _band(dep, "serving", rps * mean_out,
-                            offline_point(dep.idealized(), mean_in, mean_out).output_tokens_per_s))
+                      _band(dep, "serving", rps * mean_out, max_load_limit(dep, mean_in, mean_out)))
 
 
 def at_traffic(c: SelfHostCost, requests_per_s: float) -> SelfHostCost:

@@ -338,6 +338,7 @@ def profile_from_dict(name: str, e: Mapping[str, Any], where: str = "engine prof
     for key in e:
         if key not in _FIELDS or key == "name":
             raise VazaoError(f"{where}: engine {name}: unknown key {str(key)[:40]!r}")
+    e.pop("physical_limit", None)  # written back with a profile, but only idealized() makes a bound (no band)
     try:
         e["vendors"] = tuple(e["vendors"])
         e["as_of"] = str(e["as_of"])

@@ -52,11 +52,9 @@ class Lengths:
     def of(cls, workload) -> Lengths:
         """The workload's own requests (its plan, drawn with its seed to workload.specs.CONTEXT_SAMPLE of them,
         as `vazao bench` and the simulator draw them): a prompt with its shared prefix and repeated history."""
-        from vazao.workload.specs import CONTEXT_SAMPLE
+        from vazao.workload.specs import sample_specs
 
-        n = max(CONTEXT_SAMPLE, workload.requests or 0)
-        plan = workload.with_overrides(requests=n) if workload.arrival.kind != "trace" else workload
-        specs = list(plan.iter_specs())
+        specs = sample_specs(workload)
         if not specs:
             return cls(1.0, 1.0, 1, 1, (1,))
         p = np.array([r.prompt_tokens for r in specs], dtype=float)

@@ -110,7 +110,7 @@ def in_step_floor_ms(row: MeasuredRow, profiles: Mapping[str, EngineProfile] | N
     from vazao.physics.step import BatchShape, step_cost
 
     dep = row_deployment(row, profiles)
-    ideal = replace(dep, engine=dep.engine.idealized())
+    ideal = dep.idealized()
     t1_s = step_cost(ideal, BatchShape.prefill(1, row.input_len)).compute_s
     clients = row.condition.value / dep.replicas
     return (clients + 1) / 2 * t1_s * 1e3

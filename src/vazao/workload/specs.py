@@ -144,12 +144,17 @@ CONTEXT_SAMPLE = 20_000  # requests drawn to find a workload's longest (0.02 s; 
 CONTEXT_ROUND = 256  # tokens: llama.cpp's KV block, and a multiple of every paged engine's block
 
 
-def request_tokens(w: Workload, at_least: int = CONTEXT_SAMPLE) -> list[int]:
-    """The tokens each request of `w` holds at its end (prompt with its shared prefix and the conversation
-    history it repeats, plus its answer), over `w`'s plan drawn to at least `at_least` requests, ascending."""
+def sample_specs(w: Workload, at_least: int = CONTEXT_SAMPLE) -> list[RequestSpec]:
+    """`w`'s own requests (its plan, drawn with its seed) to at least `at_least` of them; a trace's as it is."""
     n = max(at_least, w.requests or 0)
     plan = w.with_overrides(requests=n) if w.arrival.kind != "trace" else w
-    return sorted(r.prompt_tokens + r.output_tokens for r in plan.iter_specs()) or [1]
+    return list(plan.iter_specs())
+
+
+def request_tokens(w: Workload, at_least: int = CONTEXT_SAMPLE) -> list[int]:
+    """The tokens each request of `w` holds at its end (prompt with its shared prefix and the conversation
+    history it repeats, plus its answer), over sample_specs, ascending."""
+    return sorted(r.prompt_tokens + r.output_tokens for r in sample_specs(w, at_least)) or [1]
 
 
 def longest_request(w: Workload, at_least: int = CONTEXT_SAMPLE) -> int:
