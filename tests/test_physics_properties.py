@@ -6,7 +6,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
-from hypothesis import given, reject, settings
+from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 
 from vazao.catalog.formats import formats
@@ -50,6 +50,9 @@ def test_fewer_weight_bits_never_need_more_memory(model, a, b):
 @settings(max_examples=80, deadline=None)
 @given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.sampled_from(FORMATS), shapes,
        st.sampled_from(["vllm", "ideal", "llama.cpp"]), st.sampled_from([1, 2, 4, 8]))
+# the ideal profile charges a weight-only format's unpacking work, which the step counts in its FLOPs (a draw that
+# found it uncharged once: Falcon-180B INT4-AWQ on an M1, 9 tokens)
+@example("falcon-180b", "m1", "int4-awq", BatchShape.from_sequences([(9, 0)]), "ideal", 8)
 def test_throughput_never_exceeds_the_roofline(model, gpu, fmt, shape, engine, tp):
     acc = accelerators()[gpu]
     m = models()[model]

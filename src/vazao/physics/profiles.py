@@ -296,9 +296,10 @@ class EngineProfile:
             attention_score_bytes=0.0, dequant_pass_tokens=0, pipeline_bubble=0.0,
             request_overhead_s=0.0, eager_step_layer_s=0.0, eager_moe_layer_s=0.0, moe_layer_overhead_s=0.0,
             memory_basis="total", split_kv=True,
-            # compute and memory overlap whole (the roofline's max, not a sum), and the format's unpacking
-            # rides inside the GEMMs at no cost, as the best kernels do: the bound no engine beats
-            roofline_overlap=1.0, dequant_factor=0.0, host_overlap=0.0,
+            # compute and memory overlap whole (the roofline's max, not a sum); the format's unpacking work is
+            # charged whole at the peak, as the step counts it in its FLOPs (no step beats its FLOPs at the peak:
+            # tests/test_physics_properties.py), whatever an engine's kernels leave uncharged
+            roofline_overlap=1.0, dequant_factor=1.0, host_overlap=0.0,
             # no generation's overrides either: they are measured losses (applied before this, see make_deployment)
             generations=MappingProxyType({}), versions=(),
             # the limit itself has no error band: the residuals are the losses' (bands.band reads None as none)
